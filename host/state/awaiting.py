@@ -50,7 +50,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ahp.state.appends import Mark
 from host.state.channels import Channel
@@ -124,8 +124,15 @@ class Awaiting:
     sends and observes an action that was numbered; ``refuse(pending, reason)`` tells of one the
     log refused, after its channel's state was undone."""
 
-    def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None]) -> None:
+    def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None],
+                 caught_up: Callable[[int], Awaitable[None] | None] | None = None) -> None:
         self._queue: deque[Pending] = deque()
+        self._caught_up = caught_up
+        """``caught_up(seq)``: None when every record of another process numbered below ``seq``
+        that is to be sent here was taken in, else an awaitable done once it was (the store's,
+        from its log: ``host.cluster.ordered_log.ClusterLog.caught_up``)."""
+        self._catching_up: Awaitable[None] | None = None
+        """The wait of ``caught_up`` under way: this process's frames wait for it."""
         self._taken: deque[Pending] = deque()
         """Records taken in from other processes, held until no action of this process that may
         be numbered lower waits (``hold_taken``), in log order."""
@@ -270,6 +277,11 @@ class Awaiting:
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
         bound = _lowest_numbered(queue)
+        if self._caught_up is not None and self._wait_for_others(ready, bound):
+            queue.extendleft(reversed(ready))
+            if self._taken:
+                self._send_taken(0, streamed_only)
+            return
         for index, pending in enumerate(ready):
             if bound and pending.frame is not None and pending.envelope["serverSeq"] > bound:
                 queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
@@ -301,6 +313,32 @@ class Awaiting:
                 if not waiter.done():
                     waiter.set_result(None)
 
+
+    def _wait_for_others(self, ready: list[Pending], bound: int) -> bool:
+        """Whether the ``ready`` frames must wait for records of other processes numbered below
+        them that are not taken in yet (``caught_up``); when so, they are sent by a drain once
+        those are."""
+        if self._catching_up is not None:
+            return True
+        highest = 0
+        for pending in ready:
+            seq = pending.envelope["serverSeq"] if pending.frame is not None and not pending.dropped else 0
+            if seq and (not bound or seq < bound) and seq > highest:
+                highest = seq
+        if not highest:
+            return False
+        assert self._caught_up is not None
+        waiting = self._caught_up(highest)
+        if waiting is None:
+            return False
+        self._catching_up = waiting
+
+        def done(_: Any) -> None:
+            self._catching_up = None
+            self._drain()
+
+        cast(Any, waiting).add_done_callback(done)
+        return True
 
     def _send_taken(self, below: int, streamed_only: bool) -> bool:
         """Send the records taken in that may go: those numbered below ``below`` (the number of an

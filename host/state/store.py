@@ -115,7 +115,12 @@ class Store:
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
         """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
-        self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
+        self._log_caught_up: Callable[[int], Any] | None = getattr(log, "caught_up", None)
+        self._served: list[str] | None = None
+        """The channels some subscriber of this process follows (``served``), kept until one
+        subscribes or unsubscribes."""
+        self._awaiting = Awaiting(self._numbered, self._refused, self._caught_up if self._log_caught_up is not None else None) \
+            if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
         self._append_told: Callable[[str, int, dict[str, Any], Pending], bool] | None = None
@@ -287,6 +292,7 @@ class Store:
         if channel == ROOT or channel not in self._channels:
             return
         self.log.removed(channel)
+        self._served = None
         entry = self._channels.pop(channel)
         self._changed.discard(channel)
         self._removed.add(channel)
@@ -474,6 +480,22 @@ class Store:
 
         forwarded.add_done_callback(answered)
 
+    def _caught_up(self, seq: int) -> Any:
+        """Before this process's frames up to ``seq`` are sent (``host.state.awaiting``): when a
+        subscriber here follows a channel another process runs (every client follows the root),
+        wait for the log's follower to have taken in every record of others numbered below it
+        (its ``caught_up``), so that a connection following both gets them in ``serverSeq``
+        order; None when none does, or nothing is to be waited for."""
+        served = self._served
+        if served is None:
+            served = self._served = self.served()
+        owner = self.log.owner
+        for channel in served:
+            if owner(channel) is not None:
+                assert self._log_caught_up is not None
+                return self._log_caught_up(seq)
+        return None
+
     def _numbered(self, pending: Pending) -> None:
         """An action the log numbered (in ``serverSeq`` order): to its subscribers and observers."""
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
@@ -584,6 +606,7 @@ class Store:
         the subscriber's own for this channel (a channel it names differently)."""
         entry = self._channels[channel]
         fanout.subscribe(entry, subscriber, translator or fanout.translator_of(subscriber))
+        self._served = None
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
 
     def unsubscribe(self, channel: str, subscriber: Subscriber, translator: Translator | None = None) -> None:
@@ -592,10 +615,12 @@ class Store:
         entry = self._channels.get(channel)
         if entry is None:
             return
+        self._served = None
         if fanout.unsubscribe(entry, subscriber, translator or fanout.translator_of(subscriber)):
             self._older_turns.trim(channel)
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
+        self._served = None
         for channel, entry in tuple(self._channels.items()):
             if fanout.drop(entry, subscriber):
                 self._older_turns.trim(channel)
@@ -771,6 +796,7 @@ class Store:
         elif record.kind == "removed":
             gone = self._channels.pop(channel, None) if channel != ROOT else None
             if gone is not None:
+                self._served = None
                 self._changed.discard(channel)
                 self._removed.add(channel)
                 for subscriber in fanout.everyone(gone):

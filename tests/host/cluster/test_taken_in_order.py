@@ -97,34 +97,25 @@ async def two_processes_streaming(nats_server: EmbeddedNats, logs: list[ClusterL
     return here, there, chat_here, chat_there, connection
 
 
-async def test_two_processes_streaming_a_connection_gets_every_frame_once_no_taken_in_one_before_a_lower_own_one(
+async def test_two_processes_streaming_a_connection_on_one_gets_both_sessions_frames_in_serverseq_order_none_skipped(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    """What holds with real followers and acknowledgements racing. Not asserted: that a frame of
-    this process never comes before a lower-numbered record the follower has not brought yet
-    (the follower often lags the acknowledgements: not ordered yet, see host.state.awaiting)."""
+    """Acknowledgements and the follower race: the follower often brings the other process's
+    records after this process read the acknowledgement of a later one of its own."""
     here, there, chat_here, chat_there, connection = await two_processes_streaming(nats_server, logs)
     sent: list[dict[str, Any]] = []
     for round in range(150):
-        sent.append(here.dispatch_streamed(chat_here, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": f"h{round} "}))
-        sent.append(there.dispatch_streamed(chat_there, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": f"e{round} "}))
-        if round % 10 == 0:  # turns and titles too: frames whose observers read the states
-            sent.append(here.dispatch(HERE, {"type": "session/titleChanged", "title": f"h{round}"}))
-            sent.append(there.dispatch(ELSEWHERE, {"type": "session/titleChanged", "title": f"e{round}"}))
+        sent.append(delta(here, chat_here, f"h{round} "))
+        sent.append(delta(there, chat_there, f"e{round} "))
+        if round % 10 == 0:  # titles too: frames that take the general way
+            sent.append(title(here, HERE, f"h{round}"))
+            sent.append(title(there, ELSEWHERE, f"e{round}"))
         here.flush()
         there.flush()
         await asyncio.sleep(0)
     await durable(here)
     await durable(there)
     await until(lambda: len(connection.frames) >= len(sent))
-    assert sorted(connection.seqs()) == sorted(envelope["serverSeq"] for envelope in sent)  # each once
-    for channel in (HERE, chat_here, ELSEWHERE, chat_there):
-        seqs = [frame["serverSeq"] for frame in connection.frames if frame["channel"] == channel]
-        assert seqs == sorted(seqs)  # each channel in order
-    own = {HERE, chat_here}
-    for index, frame in enumerate(connection.frames):
-        if frame["channel"] not in own:  # taken in: no frame of this process numbered lower comes after it
-            assert [later["serverSeq"] for later in connection.frames[index + 1:]
-                    if later["channel"] in own and later["serverSeq"] < frame["serverSeq"]] == []
+    assert connection.seqs() == sorted(envelope["serverSeq"] for envelope in sent)  # strictly increasing, every one
     assert here.state(chat_there) == there.state(chat_there)
 
 
