@@ -18,6 +18,17 @@ Invariants:
   at once), none of them before an action numbered lower that is still queued: not answered yet
   (the log stamps the number as it reads the acknowledgement and answers later: with the rest of
   the tick, or through a future, in the next loop turn), or answered behind one that is not.
+* **Records taken in are ordered with this process's frames** (a connection may follow a session
+  run here and one run by another process, whose records the follower brings: ``Store.take_in``).
+  Both ways round: a record taken in waits (``must_hold``/``hold_taken``) while an action of this
+  process added before it may be numbered lower and is not sent yet (its acknowledgement not read,
+  or read and not handed out), and goes to those subscribed when it was taken in (a later
+  subscriber's snapshot holds it); and a frame of this process waits, when a subscriber here
+  follows a channel another process runs, until the follower has taken in every record of
+  others numbered below it (``caught_up``: the follower brings them later than this process reads
+  the acknowledgements of its own later ones, nearly always under load). A connection thus reads
+  strictly increasing ``serverSeq`` with none of its channels' skipped, and a ``reconnect`` with
+  the last it read misses nothing.
 * **A refused append is undone and told**: when the log refuses an action (``NotOwner``: another
   process runs the session; ``LogUnavailable``; any ``LogError``), its channel goes back to the
   state before it, the actions dispatched on that channel after it (reduced on top of it) are
@@ -34,6 +45,11 @@ leave (each numbered and durable, nothing read of a state): an answered action o
 at the head of the queue (its observers read states that may hold actions not durable yet) is
 finished in the next loop turn, after them, so that a transport's end-of-tick write asked for
 there need wait for no other tick (``host.state.log``, ``at_end_of_tick``).
+
+Cost of that ordering: nothing while no subscriber here follows another process's channel (and
+for the embedded log); otherwise, per batch of this process's frames whose number is past what
+the follower handed over (their own streamed text is not followed, so nearly every batch), one
+direct get per follower subject before they leave (``ClusterLog.caught_up``).
 
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning

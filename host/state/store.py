@@ -29,7 +29,9 @@ Invariants (each part states its own; these are the ones of the composition):
   order; an action it refuses is undone and its client told (``host.state.awaiting``). A
   streamed append of a session this process runs takes the lean way over such a log too, when
   it offers ``append_told`` (``dispatch_streamed``): no state read (a mark of it to undo to),
-  finished where the log hands out its acknowledgement.
+  finished where the log hands out its acknowledgement. Records other processes appended, taken
+  in (``take_in``), are sent in ``serverSeq`` order with this process's frames, both waiting for
+  each other as little as the log lets them know (``host.state.awaiting``).
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
