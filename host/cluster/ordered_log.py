@@ -608,6 +608,8 @@ class ClusterLog:
                 if not coming:
                     self._caught_up_to = max(self._caught_up_to, seq)
                     return
+                if self._followed >= coming:
+                    continue  # handed over while the server was asked
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._catching.append((coming, waiter))
                 await asyncio.wait_for(waiter, self.timeout)
