@@ -51,6 +51,14 @@ for the embedded log); otherwise, per batch of this process's frames whose numbe
 the follower handed over (their own streamed text is not followed, so nearly every batch), one
 direct get per follower subject before they leave (``ClusterLog.caught_up``).
 
+**Written as soon as sent.** A frame sent from a drain in a loop turn of its own (an action not
+streamed, answered through a future; a frame held for the order above) is numbered and durable:
+a transport's write asked for as it is sent (``Store.at_end_of_tick``) runs once the frames
+handed out with no observer in between are sent, before the first observer runs (``handing``,
+``handed``), not after every tick handed over before it (with several sessions streaming, some
+tick is nearly always in flight). What an observer or a refusal sends reads states that may hold
+actions not durable yet: it waits as any other write (``when_durable``).
+
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning
 and this process's state of that channel lacks it until it is read from the log again (no re-read
@@ -141,8 +149,12 @@ class Awaiting:
     log refused, after its channel's state was undone."""
 
     def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None],
-                 caught_up: Callable[[int], Awaitable[None] | None] | None = None) -> None:
+                 caught_up: Callable[[int], Awaitable[None] | None] | None = None,
+                 handed: Callable[[], None] | None = None) -> None:
         self._queue: deque[Pending] = deque()
+        self._handed = handed
+        self.handing = False
+        """Whether a drain outside the log's handing out of an acknowledgement runs now."""
         self._caught_up = caught_up
         """``caught_up(seq)``: None when every record of another process numbered below ``seq``
         that is to be sent here was taken in, else an awaitable done once it was (the store's,
@@ -277,6 +289,21 @@ class Awaiting:
         self._refuse(refused, str(refused.error))
 
     def _drain(self, streamed_only: bool = False) -> None:
+        """``_drain_now``; outside the log's handing out of an acknowledgement, with ``handing``
+        true meanwhile and ``handed()`` called at its end (the store writes there what it sent
+        with no observer in between: ``Store._numbered``)."""
+        handed = self._handed
+        if streamed_only or handed is None or self.handing:
+            self._drain_now(streamed_only)
+            return
+        self.handing = True
+        try:
+            self._drain_now(False)
+        finally:
+            self.handing = False
+            handed()
+
+    def _drain_now(self, streamed_only: bool = False) -> None:
         """Finish the answered actions at the head of the queue, sorted by their numbers.
         ``streamed_only``: inside the log's handing out of an acknowledgement (an action told at
         once), where only streamed frames are sent (see the module docstring): at the first

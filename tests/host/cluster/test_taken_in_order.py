@@ -180,3 +180,64 @@ async def test_a_record_taken_in_goes_at_once_when_no_action_of_this_process_wai
     here.take_in(LogRecord("action", record.channel, record.seq, record.now, record.body))
     assert connection.seqs() == [theirs["serverSeq"]]  # in the same step
 
+
+
+class Writing(Connection):
+    """A connection as the WebSocket transport is one (``host.transport.ws_protocol``): what it is
+    sent waits and is written when the store says (``at_end_of_tick``, asked for by the first
+    frame of each write); ``written`` holds each write's frames' ``serverSeq`` and whether
+    ``other`` (an append's future) was done then."""
+
+    def __init__(self, store: Store, other: list[Any]) -> None:
+        super().__init__()
+        self.store = store
+        self.other = other
+        self.pending: list[int] = []
+        self.written: list[tuple[list[int], bool]] = []
+
+    def send(self, text: str) -> None:
+        super().send(text)
+        self.pending.append(self.frames[-1]["serverSeq"])
+        if len(self.pending) == 1:
+            assert self.store.at_end_of_tick is not None
+            self.store.at_end_of_tick(self.write)
+
+    def write(self) -> None:
+        self.written.append((self.pending, bool(self.other) and self.other[0].done()))
+        self.pending = []
+
+
+@pytest.mark.parametrize("mine_is", ["a title", "a turn's end"])
+async def test_a_frame_that_is_not_streamed_is_written_without_waiting_for_another_session_s_tick_in_flight(
+        nats_server: EmbeddedNats, logs: list[ClusterLog], mine_is: str) -> None:
+    here = await a_store(nats_server, logs, "here")
+    chat_here = start_streaming(here, HERE)
+    await durable(here)
+    other: list[Any] = []
+    connection = Writing(here, other)
+    here.subscribe(HERE, connection)
+    here.subscribe(chat_here, connection)
+
+    def observe(channel: str, before: Any, after: Any, envelope: dict[str, Any]) -> None:
+        if envelope["action"]["type"] in ("session/titleChanged", "chat/turnComplete") and channel in (HERE, chat_here):
+            # What an observer sends reads states that may hold actions not durable yet.
+            connection.send(json.dumps({"params": {"serverSeq": -1, "channel": "reply"}}))
+
+    here.change_observers.append(observe)
+    if mine_is == "a title":
+        mine = title(here, HERE, "mine")
+    else:
+        mine = here.dispatch(chat_here, {"type": "chat/turnComplete", "turnId": "t1"})
+    here.flush()  # its tick leaves now
+    # Another session's tick leaves next and is acknowledged later: it claims its session first
+    # (a lease, the group's last sequence and a marker: round trips before its append).
+    second = "ahp-session:/second"
+    here.create(second, "session", {"title": "second"})
+    title(here, second, "claims first")
+    assert here._awaiting is not None
+    other.append(here._awaiting.newest_answer())  # the log's answer for it
+    here.flush()
+    await other[0]
+    await until(lambda: len(connection.written) == 2)
+    assert connection.written[0] == ([mine["serverSeq"]], False)  # written before the other tick was acknowledged
+    assert connection.written[1] == ([-1], True)  # what its observer sent: once every tick before it is
