@@ -117,6 +117,12 @@ async def test_two_processes_streaming_a_connection_on_one_gets_both_sessions_fr
     await until(lambda: len(connection.frames) >= len(sent))
     assert connection.seqs() == sorted(envelope["serverSeq"] for envelope in sent)  # strictly increasing, every one
     assert here.state(chat_there) == there.state(chat_there)
+    # A client cut off anywhere reconnects with the last serverSeq it read and misses nothing.
+    channels = [HERE, chat_here, ELSEWHERE, chat_there]
+    for cut in (len(connection.frames) // 3, len(connection.frames) // 2):
+        replayed = await here.replay_settled(connection.frames[cut]["serverSeq"], channels)
+        assert replayed is not None
+        assert [envelope["serverSeq"] for envelope in replayed] == connection.seqs()[cut + 1:]
 
 
 def delta(store: Store, chat: str, word: str) -> dict[str, Any]:
