@@ -97,13 +97,14 @@ from typing import Any, TypeVar
 
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import NotFoundError
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
 from host.cluster._wire import flushed
 from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
-from host.cluster.subjects import group_of, is_shared, token
+from host.cluster.subjects import MARKER_TOKEN, group_of, is_shared, token, untoken
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
@@ -184,6 +185,11 @@ class ClusterLog:
         """The sequence of the last record the follower handed over."""
         self._passing: list[tuple[int, asyncio.Future[None]]] = []
         """Claims waiting for the follower to pass their marker."""
+        self._catching: list[tuple[int, asyncio.Future[None]]] = []
+        """``caught_up``'s waits for the follower to hand over a record."""
+        self._caught_up_to = 0
+        """Every record the follower is to bring numbered below this was handed over (the server
+        said so to ``caught_up``; a record stored later is numbered higher)."""
         self._streamed: set[str] = set()
         """The groups whose streamed text the follower takes in (the server sends every other
         record of every group, and only these groups' streamed text)."""
@@ -536,6 +542,8 @@ class ClusterLog:
                 for waiter in passed:
                     if not waiter.done():
                         waiter.set_result(None)
+            if self._catching:  # (``caught_up``) an owner marker may make what it waits for this process's own
+                self._woken(record.seq, record.kind == "owner")
             if again:
                 self._generation += 1  # nothing after the marker is taken from this subscription
                 self._in_background(self._follow_again())
@@ -576,6 +584,68 @@ class ClusterLog:
                 await self._subscribe_follower()
             except Exception:
                 logger.exception("following the log again failed")
+
+    def caught_up(self, seq: int) -> Awaitable[None] | None:
+        """None when the follower has handed over every record it is to bring numbered below
+        ``seq`` (the number of a frame of this process's about to be sent); else an awaitable done
+        once it has. The follower brings other processes' records later than this process reads
+        its own acknowledgements (the server sends them by other ways), so a frame of this
+        process sent at once could come before a lower-numbered record of another's to a
+        connection that follows both (``host.state.awaiting``). The server is asked for the
+        next record on the follower's subjects past what it handed over (one direct get per
+        subject; this process's own records, which it skips, passed over); done as well when
+        that cannot be known (NATS unreachable, not following: nothing better to wait for)."""
+        if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
+            return None
+        return self._in_background(self._catch_up(seq))
+
+    async def _catch_up(self, seq: int) -> None:
+        try:
+            while self._followed < seq - 1 and not self._closing:
+                start = self._followed + 1
+                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in self._follow_subjects()))
+                coming = min((number for number in found if number), default=0)
+                if not coming:
+                    self._caught_up_to = max(self._caught_up_to, seq)
+                    return
+                if self._followed >= coming:
+                    continue  # handed over while the server was asked
+                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._catching.append((coming, waiter))
+                await asyncio.wait_for(waiter, self.timeout)
+        except Exception as error:  # (NATS gone, a timeout): the frames are not held for ever
+            logger.debug("could not learn whether the follower brought everything before #%d: %s", seq, error)
+            self._caught_up_to = max(self._caught_up_to, seq)
+
+    def _woken(self, seq: int, everyone: bool) -> None:
+        """The follower handed over record ``seq``: wake ``caught_up``'s waits for it or an
+        earlier one (``everyone``: each, to ask again: an owner marker was taken in, after which
+        a group's records may be this process's own, which the follower skips)."""
+        woken = [waiter for until, waiter in self._catching if everyone or until <= seq]
+        self._catching = [(until, waiter) for until, waiter in self._catching if not (everyone or until <= seq)]
+        for waiter in woken:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _next_followed(self, subject: str, start: int, below: int) -> int:
+        """The number of the first record on ``subject`` from ``start`` on, below ``below``, that
+        the follower will hand over (not one of this process's own groups, which it skips); 0
+        for none."""
+        core = self.core
+        prefix = len(core.subjects.prefix) + 1
+        while start < below:
+            try:
+                message = await core.js.get_msg(core.stream, seq=start, subject=subject, next=True, direct=True)
+            except NotFoundError:
+                return 0
+            number = message.seq or 0
+            if number >= below:
+                return 0
+            group_token, _, channel_token = (message.subject or "")[prefix:].partition(".")
+            if channel_token == MARKER_TOKEN or self._marked.get(untoken(group_token) or "") != core.holder:
+                return number
+            start = number + 1  # this process's own record: skipped by the follower
+        return 0
 
     def hold(self, channels: Iterable[str]) -> Awaitable[None] | None:
         """Make sure this process's store holds ``channels`` whole before it serves them (a

@@ -18,6 +18,17 @@ Invariants:
   at once), none of them before an action numbered lower that is still queued: not answered yet
   (the log stamps the number as it reads the acknowledgement and answers later: with the rest of
   the tick, or through a future, in the next loop turn), or answered behind one that is not.
+* **Records taken in are ordered with this process's frames** (a connection may follow a session
+  run here and one run by another process, whose records the follower brings: ``Store.take_in``).
+  Both ways round: a record taken in waits (``must_hold``/``hold_taken``) while an action of this
+  process added before it may be numbered lower and is not sent yet (its acknowledgement not read,
+  or read and not handed out), and goes to those subscribed when it was taken in (a later
+  subscriber's snapshot holds it); and a frame of this process waits, when a subscriber here
+  follows a channel another process runs, until the follower has taken in every record of
+  others numbered below it (``caught_up``: the follower brings them later than this process reads
+  the acknowledgements of its own later ones, nearly always under load). A connection thus reads
+  strictly increasing ``serverSeq`` with none of its channels' skipped, and a ``reconnect`` with
+  the last it read misses nothing.
 * **A refused append is undone and told**: when the log refuses an action (``NotOwner``: another
   process runs the session; ``LogUnavailable``; any ``LogError``), its channel goes back to the
   state before it, the actions dispatched on that channel after it (reduced on top of it) are
@@ -35,6 +46,19 @@ at the head of the queue (its observers read states that may hold actions not du
 finished in the next loop turn, after them, so that a transport's end-of-tick write asked for
 there need wait for no other tick (``host.state.log``, ``at_end_of_tick``).
 
+Cost of that ordering: nothing while no subscriber here follows another process's channel (and
+for the embedded log); otherwise, per batch of this process's frames whose number is past what
+the follower handed over (their own streamed text is not followed, so nearly every batch), one
+direct get per follower subject before they leave (``ClusterLog.caught_up``).
+
+**Written as soon as sent.** A frame sent from a drain in a loop turn of its own (an action not
+streamed, answered through a future; a frame held for the order above) is numbered and durable:
+a transport's write asked for as it is sent (``Store.at_end_of_tick``) runs once the frames
+handed out with no observer in between are sent, before the first observer runs (``handing``,
+``handed``), not after every tick handed over before it (with several sessions streaming, some
+tick is nearly always in flight). What an observer or a refusal sends reads states that may hold
+actions not durable yet: it waits as any other write (``when_durable``).
+
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning
 and this process's state of that channel lacks it until it is read from the log again (no re-read
@@ -50,7 +74,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ahp.state.appends import Mark
 from host.state.channels import Channel
@@ -94,6 +118,12 @@ class Pending:
     """Reduced on top of a refused action of its channel: never sent, never observed."""
     answered: bool = field(default=False)
     awaiting: Awaiting | None = None
+    order: int = 0
+    """How many actions were added before it, itself included (``add``/``told``): a record taken
+    in waits only for actions added before it (``hold_taken``)."""
+    taken: Any = None
+    """For a record taken in from another process (``hold_taken``): what sending it needs, as the
+    store gave it (who was subscribed when it was taken in, and the change translators read)."""
     """Where ``set_result``/``set_exception`` tell it (an action the log tells at once)."""
 
     # -- as the log's Outcome (``told``) --------------------------------------------------------
@@ -118,8 +148,29 @@ class Awaiting:
     sends and observes an action that was numbered; ``refuse(pending, reason)`` tells of one the
     log refused, after its channel's state was undone."""
 
-    def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None]) -> None:
+    def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None],
+                 caught_up: Callable[[int], Awaitable[None] | None] | None = None,
+                 handed: Callable[[], None] | None = None) -> None:
         self._queue: deque[Pending] = deque()
+        self._handed = handed
+        self.handing = False
+        """Whether a drain outside the log's handing out of an acknowledgement runs now."""
+        self._caught_up = caught_up
+        """``caught_up(seq)``: None when every record of another process numbered below ``seq``
+        that is to be sent here was taken in, else an awaitable done once it was (the store's,
+        from its log: ``host.cluster.ordered_log.ClusterLog.caught_up``)."""
+        self._catching_up: Awaitable[None] | None = None
+        """The wait of ``caught_up`` under way: this process's frames wait for it."""
+        self._taken: deque[Pending] = deque()
+        """Records taken in from other processes, held until no action of this process that may
+        be numbered lower waits (``hold_taken``), in log order."""
+        self._added = 0
+        self._sent = 0
+        """The highest number of an action of this process sent so far."""
+        self.late = 0
+        """How many records were taken in numbered lower than an action of this process sent
+        before them (another process's record the follower brought after this process's
+        acknowledgement of a later one: the case this does not order, see the module docstring)."""
         self._finish = finish
         self._refuse = refuse
         self._idle: list[asyncio.Future[None]] = []
@@ -133,13 +184,16 @@ class Awaiting:
         return self._queue[-1].answer
 
     async def idle(self) -> None:
-        """Return once no action waits for its number (at once when none does)."""
-        while self._queue:
+        """Return once no action waits for its number and no record taken in waits to be sent
+        (at once when none does)."""
+        while self._queue or self._taken:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._idle.append(waiter)
             await waiter
 
     def add(self, pending: Pending) -> None:
+        self._added += 1
+        pending.order = self._added
         self._queue.append(pending)
         future: Any = pending.answer
         if not hasattr(future, "add_done_callback"):  # a bare coroutine: run it as a task
@@ -151,8 +205,49 @@ class Awaiting:
         """Queue ``pending`` (no ``answer``) and return it as the ``Outcome`` the log tells its
         answer to at once (``settled``)."""
         pending.awaiting = self
+        self._added += 1
+        pending.order = self._added
         self._queue.append(pending)
         return pending
+
+    def must_hold(self, seq: int) -> bool:
+        """Whether a record another process appended, numbered ``seq``, taken in now, must wait
+        (``hold_taken``): an action of this process added before it may be numbered lower and is
+        not sent yet (its acknowledgement not read, or read and not handed out), or an earlier
+        record taken in waits. An action added after it is numbered higher (published after the
+        record was stored)."""
+        if seq < self._sent:
+            self.late += 1
+            logger.debug("#%d taken in after this process sent #%d", seq, self._sent)
+        return bool(self._taken) or self._blocks(seq, self._added)
+
+    def hold_taken(self, pending: Pending) -> None:
+        """Queue a record taken in that ``must_hold`` (``pending``: answered, its frame set, its
+        ``taken`` what the store needs to send it): sent once nothing of this process added
+        before it may be numbered lower, in log order with the others."""
+        pending.order = self._added
+        self._taken.append(pending)
+
+    def _blocks(self, seq: int, upto: int) -> bool:
+        """Whether an action of this process added by ``upto`` and still queued may be numbered
+        below ``seq``: numbered so, or not numbered yet while nothing says it comes after
+        (acknowledgements are read in the order of their numbers: once one above ``seq`` was read,
+        every action not numbered yet comes after it too)."""
+        unknown = False
+        above = self._sent > seq
+        for pending in self._queue:
+            if pending.order > upto:
+                continue
+            if pending.dropped or (pending.answered and pending.frame is None):
+                continue  # never sent
+            number = pending.envelope["serverSeq"]
+            if number:
+                if number < seq:
+                    return True
+                above = True
+            else:
+                unknown = True
+        return unknown and not above
 
     def _answered(self, pending: Pending, future: Any) -> None:
         if future.cancelled():
@@ -194,6 +289,21 @@ class Awaiting:
         self._refuse(refused, str(refused.error))
 
     def _drain(self, streamed_only: bool = False) -> None:
+        """``_drain_now``; outside the log's handing out of an acknowledgement, with ``handing``
+        true meanwhile and ``handed()`` called at its end (the store writes there what it sent
+        with no observer in between: ``Store._numbered``)."""
+        handed = self._handed
+        if streamed_only or handed is None or self.handing:
+            self._drain_now(streamed_only)
+            return
+        self.handing = True
+        try:
+            self._drain_now(False)
+        finally:
+            self.handing = False
+            handed()
+
+    def _drain_now(self, streamed_only: bool = False) -> None:
         """Finish the answered actions at the head of the queue, sorted by their numbers.
         ``streamed_only``: inside the log's handing out of an acknowledgement (an action told at
         once), where only streamed frames are sent (see the module docstring): at the first
@@ -204,10 +314,17 @@ class Awaiting:
         while queue and queue[0].answered:
             ready.append(queue.popleft())
         if not ready:
+            if self._taken:
+                self._send_taken(0, streamed_only)
             return
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
         bound = _lowest_numbered(queue)
+        if self._caught_up is not None and self._wait_for_others(ready, bound):
+            queue.extendleft(reversed(ready))
+            if self._taken:
+                self._send_taken(0, streamed_only)
+            return
         for index, pending in enumerate(ready):
             if bound and pending.frame is not None and pending.envelope["serverSeq"] > bound:
                 queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
@@ -224,12 +341,69 @@ class Awaiting:
                     self._refuse(pending, str(pending.error))
                 continue
             if pending.frame is not None:
+                seq = pending.envelope["serverSeq"]
+                if self._taken and self._taken[0].envelope["serverSeq"] < seq and not self._send_taken(seq, streamed_only):
+                    queue.extendleft(reversed(ready[index:]))  # after the records taken in before it
+                    break
                 self._finish(pending)
-        if not queue and self._idle:
+                if seq > self._sent:
+                    self._sent = seq
+        if self._taken:
+            self._send_taken(0, streamed_only)
+        if not queue and not self._taken and self._idle:
             idle, self._idle = self._idle, []
             for waiter in idle:
                 if not waiter.done():
                     waiter.set_result(None)
+
+
+    def _wait_for_others(self, ready: list[Pending], bound: int) -> bool:
+        """Whether the ``ready`` frames must wait for records of other processes numbered below
+        them that are not taken in yet (``caught_up``); when so, they are sent by a drain once
+        those are."""
+        if self._catching_up is not None:
+            return True
+        highest = 0
+        for pending in ready:
+            seq = pending.envelope["serverSeq"] if pending.frame is not None and not pending.dropped else 0
+            if seq and (not bound or seq < bound) and seq > highest:
+                highest = seq
+        if not highest:
+            return False
+        assert self._caught_up is not None
+        waiting = self._caught_up(highest)
+        if waiting is None:
+            return False
+        self._catching_up = waiting
+
+        def done(_: Any) -> None:
+            self._catching_up = None
+            self._drain()
+
+        cast(Any, waiting).add_done_callback(done)
+        return True
+
+    def _send_taken(self, below: int, streamed_only: bool) -> bool:
+        """Send the records taken in that may go: those numbered below ``below`` (the number of an
+        action of this process about to be sent, every one numbered lower sent already), or, with
+        ``below`` 0, those no queued action may precede (``_blocks``). False when one of them
+        must wait for the next loop turn (``streamed_only``: inside the log's handing out of an
+        acknowledgement, only a frame sent as it is leaves; see the module docstring)."""
+        taken = self._taken
+        while taken:
+            head = taken[0]
+            seq = head.envelope["serverSeq"]
+            if below:
+                if seq >= below:
+                    break
+            elif self._blocks(seq, head.order):
+                break
+            if streamed_only and not head.streamed:
+                asyncio.get_running_loop().call_soon(self._drain)
+                return False
+            taken.popleft()
+            self._finish(head)
+        return True
 
 
 def _lowest_numbered(queue: deque[Pending]) -> int:

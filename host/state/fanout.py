@@ -37,8 +37,8 @@ from typing import Any, Protocol
 from ahp.jsonrpc import action_frame, notification
 from host.state.channels import Channel
 
-__all__ = ["Change", "Resync", "Subscriber", "Translator", "drop", "echo", "fan_out", "fan_out_streamed", "has_subscribers", "is_subscribed",
-           "notify", "reject", "subscribe", "translator_of", "unsubscribe"]
+__all__ = ["Change", "Recipients", "Resync", "Subscriber", "Translator", "drop", "echo", "fan_out", "fan_out_streamed", "has_subscribers", "is_subscribed",
+           "notify", "recipients", "reject", "subscribe", "translator_of", "unsubscribe"]
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +132,22 @@ def drop(entry: Channel, subscriber: Subscriber) -> bool:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Recipients:
+    """A channel's groups as they are at one moment (``recipients``), for a frame sent later to
+    those subscribed then: ``fan_out`` takes it as it takes the channel."""
+
+    kind: str
+    subscribers: frozenset[Subscriber]
+    translated: dict[Translator, frozenset[Subscriber]]
+
+
+def recipients(entry: Channel) -> Recipients:
+    """Who ``entry``'s frames go to now."""
+    return Recipients(entry.kind, frozenset(entry.subscribers),
+                      {translator: frozenset(group) for translator, group in entry.translated.items()})
+
+
 def has_subscribers(entry: Channel) -> bool:
     return bool(entry.subscribers or entry.translated)
 
@@ -150,10 +166,11 @@ def everyone(entry: Channel) -> set[Subscriber]:
 
 # -- sending ---------------------------------------------------------------------------------------
 
-def fan_out(entry: Channel, envelope: dict[str, Any], frame: str, change: Change) -> None:
+def fan_out(entry: Channel | Recipients, envelope: dict[str, Any], frame: str, change: Change) -> None:
     """Send an accepted envelope (``frame``: its one serialisation) to every subscriber of its
     channel: the store's own shapes get ``frame``, each translator group its translation,
-    serialised once for the group."""
+    serialised once for the group. ``entry`` may be the channel's ``Recipients`` at an earlier
+    moment instead."""
     for subscriber in tuple(entry.subscribers):
         subscriber.send(frame)
     for translator, group in tuple(entry.translated.items()):

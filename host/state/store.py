@@ -29,7 +29,9 @@ Invariants (each part states its own; these are the ones of the composition):
   order; an action it refuses is undone and its client told (``host.state.awaiting``). A
   streamed append of a session this process runs takes the lean way over such a log too, when
   it offers ``append_told`` (``dispatch_streamed``): no state read (a mark of it to undo to),
-  finished where the log hands out its acknowledgement.
+  finished where the log hands out its acknowledgement. Records other processes appended, taken
+  in (``take_in``), are sent in ``serverSeq`` order with this process's frames, both waiting for
+  each other as little as the log lets them know (``host.state.awaiting``).
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
@@ -115,7 +117,18 @@ class Store:
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
         """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
-        self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
+        self._log_caught_up: Callable[[int], Any] | None = getattr(log, "caught_up", None)
+        self._served: list[str] | None = None
+        """The channels some subscriber of this process follows (``served``), kept until one
+        subscribes or unsubscribes."""
+        self._log_end_of_tick: Callable[[Callable[[], None]], None] | None = getattr(log, "at_end_of_tick", None)
+        self._handing: list[Callable[[], None]] = []
+        """Writes asked for (``at_end_of_tick``) while frames numbered earlier were handed out with
+        no observer in between (``_numbered``): run once they are, not after other ticks."""
+        self._collecting = False
+        self._awaiting = Awaiting(self._numbered, self._refused, self._caught_up if self._log_caught_up is not None else None,
+                                  self._run_handed if self._log_end_of_tick is not None else None) \
+            if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
         self._append_told: Callable[[str, int, dict[str, Any], Pending], bool] | None = None
@@ -155,8 +168,11 @@ class Store:
         everything logged is durable, from the log's own end-of-tick commit (the embedded log's),
         or, over a networked log that offers it (its optional ``at_end_of_tick``), where it hands
         out what it numbered (a write asked for there carries only those frames, durable: it
-        waits for no other tick; ``host.state.awaiting``); None for another log: wait with
-        ``when_durable`` then."""
+        waits for no other tick; ``host.state.awaiting``), or where the store sends frames the
+        log numbered earlier, before any observer of them runs (``_numbered``); None for another
+        log: wait with ``when_durable`` then."""
+        if self._awaiting is not None and self._log_end_of_tick is not None:
+            self.at_end_of_tick = self._end_of_tick_later
         self._unread = Change(None, None, self)
         """What translators get when none wanted the states (every streamed token): one shared
         object, as a ``Change`` is immutable."""
@@ -287,6 +303,7 @@ class Store:
         if channel == ROOT or channel not in self._channels:
             return
         self.log.removed(channel)
+        self._served = None
         entry = self._channels.pop(channel)
         self._changed.discard(channel)
         self._removed.add(channel)
@@ -474,17 +491,73 @@ class Store:
 
         forwarded.add_done_callback(answered)
 
+    def _caught_up(self, seq: int) -> Any:
+        """Before this process's frames up to ``seq`` are sent (``host.state.awaiting``): when a
+        subscriber here follows a channel another process runs (every client follows the root),
+        wait for the log's follower to have taken in every record of others numbered below it
+        (its ``caught_up``), so that a connection following both gets them in ``serverSeq``
+        order; None when none does, or nothing is to be waited for."""
+        served = self._served
+        if served is None:
+            served = self._served = self.served()
+        owner = self.log.owner
+        for channel in served:
+            if owner(channel) is not None:
+                assert self._log_caught_up is not None
+                return self._log_caught_up(seq)
+        return None
+
+    def _end_of_tick_later(self, callback: Callable[[], None]) -> None:
+        """``at_end_of_tick`` over a log that answers later: a write asked for while frames are
+        sent from a drain of the awaiting actions (numbered, durable; ``_send``) runs once they
+        are, before any observer (which may send what reads states not durable yet) and at the
+        drain's end (``_run_handed``); any other, as the log says."""
+        if self._collecting:
+            self._handing.append(callback)
+        else:
+            assert self._log_end_of_tick is not None
+            self._log_end_of_tick(callback)
+
+    def _send(self, to: Any, envelope: dict[str, Any], frame: str, change: Change | None) -> None:
+        """Fan-out of a numbered frame from the awaiting actions (``_numbered``); the writes it asks
+        for are collected when a drain outside the log's handing out runs (``_end_of_tick_later``)."""
+        awaiting = self._awaiting
+        self._collecting = awaiting is not None and awaiting.handing and self._log_end_of_tick is not None
+        try:
+            if change is None:
+                fan_out_streamed(to, frame)
+            else:
+                fan_out(to, envelope, frame, change)
+        finally:
+            self._collecting = False
+
+    def _run_handed(self) -> None:
+        """Run the writes ``_end_of_tick_later`` collected: they carry frames only, durable."""
+        handing = self._handing
+        if not handing:
+            return
+        self._handing = []
+        for callback in handing:
+            try:
+                callback()
+            except Exception:
+                logger.exception("a write of frames handed out failed")
+
     def _numbered(self, pending: Pending) -> None:
         """An action the log numbered (in ``serverSeq`` order): to its subscribers and observers."""
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
         action = envelope["action"]
         assert pending.frame is not None
+        if pending.taken is not None:  # another process's record, held (``take_in``): sent, not observed
+            recipients, change = pending.taken
+            self._send(recipients, envelope, pending.frame, change)
+            return
         if pending.streamed:  # the lean way (``_dispatch_streamed_later``): no states, no observers
             if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
                 if not entry.translated or _as_is(entry):
-                    fan_out_streamed(entry, pending.frame)
+                    self._send(entry, envelope, pending.frame, None)
                 else:
-                    fan_out(entry, envelope, pending.frame, self._unread)
+                    self._send(entry, envelope, pending.frame, self._unread)
             for token_observer in tuple(self.token_observers):
                 try:
                     token_observer(channel, envelope)
@@ -498,9 +571,11 @@ class Store:
             pending.after = entry.state
         before = cast(dict[str, Any], pending.before)  # (a mark only for the lean way, above)
         if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
-            fan_out(entry, envelope, pending.frame, Change(before, pending.after, self))
+            self._send(entry, envelope, pending.frame, Change(before, pending.after, self))
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
+        if observers or streamed:
+            self._run_handed()  # (what they send waits as any other write: they read states)
         self._observe(channel, observers, before, pending.after, envelope, streamed)
 
     def _observe(self, channel: str, observers: tuple[Observer, ...], before: dict[str, Any] | None,
@@ -526,6 +601,7 @@ class Store:
     def _refused(self, pending: Pending, reason: str) -> None:
         """The log refused an action (its state is undone already): whoever dispatched it is told,
         and the rejection observers hear of it."""
+        self._run_handed()  # (what they send waits as any other write)
         self._changed.add(pending.channel)
         action = pending.envelope["action"]
         if pending.on_refused is None:
@@ -580,6 +656,7 @@ class Store:
         the subscriber's own for this channel (a channel it names differently)."""
         entry = self._channels[channel]
         fanout.subscribe(entry, subscriber, translator or fanout.translator_of(subscriber))
+        self._served = None
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
 
     def unsubscribe(self, channel: str, subscriber: Subscriber, translator: Translator | None = None) -> None:
@@ -588,10 +665,12 @@ class Store:
         entry = self._channels.get(channel)
         if entry is None:
             return
+        self._served = None
         if fanout.unsubscribe(entry, subscriber, translator or fanout.translator_of(subscriber)):
             self._older_turns.trim(channel)
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
+        self._served = None
         for channel, entry in tuple(self._channels.items()):
             if fanout.drop(entry, subscriber):
                 self._older_turns.trim(channel)
@@ -767,6 +846,7 @@ class Store:
         elif record.kind == "removed":
             gone = self._channels.pop(channel, None) if channel != ROOT else None
             if gone is not None:
+                self._served = None
                 self._changed.discard(channel)
                 self._removed.add(channel)
                 for subscriber in fanout.everyone(gone):
@@ -784,7 +864,16 @@ class Store:
                 self._changed.add(channel)
             if entry.subscribers or translated:
                 change = Change(before, entry.state, self) if translated else self._unread
-                fan_out(entry, envelope, action_frame(envelope)[1], change)
+                frame = action_frame(envelope)[1]
+                awaiting = self._awaiting
+                if awaiting is not None and awaiting.must_hold(envelope["serverSeq"]):
+                    # Held while an action of this process that may be numbered lower is not sent
+                    # yet, for those subscribed now (a later subscriber's snapshot holds it).
+                    as_is = envelope["action"].get("type") in STREAMED and (not translated or _as_is(entry))
+                    awaiting.hold_taken(Pending(channel, entry, envelope, {}, None, None, None, streamed=as_is, frame=frame,
+                                                answered=True, taken=(fanout.recipients(entry), change)))
+                    return
+                fan_out(entry, envelope, frame, change)
             return
         else:
             return

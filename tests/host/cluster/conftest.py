@@ -33,7 +33,8 @@ class Relay:
     until ``release()`` hands it to the server (messages of a broken connection taken in late,
     after their sender reconnected), whose answers to them are collected in ``late``; ``piece``
     (bytes), when set, hands on what the server sends in pieces that small, a millisecond apart (a
-    frame split across the client's reads)."""
+    frame split across the client's reads); ``stall()`` keeps back what the server sends, in order,
+    until ``flow()`` hands it on (acknowledgements and deliveries that come late)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -43,6 +44,8 @@ class Relay:
         self.piece: int | None = None
         self.mute_clients = False
         self.holding = False
+        self.flowing = asyncio.Event()
+        self.flowing.set()
         self.held: list[tuple[asyncio.StreamWriter, bytearray]] = []
         """Per connection held: its server side and what its client sent meanwhile."""
         self.late = bytearray()
@@ -80,6 +83,8 @@ class Relay:
                             self.held.append((upstream_writer, kept))
                         kept.extend(data)
                         continue
+                    if from_server and not self.flowing.is_set():
+                        await self.flowing.wait()
                     if from_server and self.piece:
                         for start in range(0, len(data), self.piece):
                             sink.write(data[start:start + self.piece])
@@ -103,8 +108,15 @@ class Relay:
     def hold(self) -> None:
         self.holding = True
 
+    def stall(self) -> None:
+        self.flowing.clear()
+
+    def flow(self) -> None:
+        self.flowing.set()
+
     def cut(self) -> None:
         self.open = False
+        self.flowing.set()
         self.deaf = False
         self.mute_clients = False
         self.holding = False
