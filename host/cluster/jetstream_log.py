@@ -284,6 +284,9 @@ class JetStreamLog:
         """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
+        self._renew_wake: asyncio.Future[bool] | None = None
+        """What the renewer sleeps on (``_renew_forever``): True at its next step, False once a
+        group is claimed."""
         self._claims_made = 0
         """Groups claimed so far: the next one's renewal step (``_Group.slot``), round robin."""
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
@@ -360,6 +363,8 @@ class JetStreamLog:
                 raise LogError(f"cannot claim {group}: {error}") from error
             self._claims_made += 1
             self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq), slot=self._claims_made)
+            if self._renew_wake is not None:  # the renewer sleeps until a step another group holds
+                _wake(self._renew_wake, False)
             return ack.seq
         raise NotOwner(group, None)
 
@@ -404,19 +409,37 @@ class JetStreamLog:
         (``_Group.slot``, round robin in the order they were claimed), so a few renewals leave
         together, never all of them. (All at once, every renewal's request, answer and watch event
         held the loop and the NATS server up together, for milliseconds per hundred groups, and
-        every chunk streamed meanwhile waited: ``docs/cluster.md``, the latency tail.) A group
-        whose renewal is still under way at its next step is skipped then. Cancelling this task
-        cancels the renewals under way too (a test's process that stops renewing)."""
+        every chunk streamed meanwhile waited: ``docs/cluster.md``, the latency tail.) The renewer
+        wakes only at the steps some group holds (with one group, once per interval: not at every
+        step, which cost an idle process a loop turn every ``RENEW_STEP``), and at once when a group
+        is claimed (``_renew_wake``), to see its step. A group whose renewal is still under way at
+        its next step is skipped then. Cancelling this task cancels the renewals under way too (a
+        test's process that stops renewing)."""
         interval = self.leases.ttl / 3
         steps = max(1, round(interval / RENEW_STEP))
+        span = interval / steps
         loop = asyncio.get_running_loop()
         under_way: set[asyncio.Task[None]] = set()
-        step, at = 0, loop.time()
+        start = loop.time()
+        done = 0  # the last step handled, counted from ``start`` (step ``n`` is due at ``start + n * span``)
         try:
             while True:
-                at += interval / steps
-                await asyncio.sleep(max(0.0, at - loop.time()))
-                step = (step + 1) % steps
+                held = {state.slot % steps for state in self._groups.values()}
+                ahead = next((k for k in range(1, steps + 1) if (done + k) % steps in held), steps)
+                due = done + ahead
+                wake: asyncio.Future[bool] = loop.create_future()
+                self._renew_wake = wake
+                timer = loop.call_at(start + due * span, _wake, wake, True)
+                try:
+                    on_time = await wake
+                finally:
+                    timer.cancel()
+                    self._renew_wake = None
+                if not on_time:  # woken by a claim: the steps passed are passed, the new group's is seen from now
+                    done = max(done, min(due - 1, int((loop.time() - start) / span)))
+                    continue
+                done = due
+                step = due % steps
                 for group, state in list(self._groups.items()):
                     if state.slot % steps == step and not state.renewing:
                         state.renewing = True
@@ -990,3 +1013,10 @@ def _tell(pending: _Pending, result: int | BaseException) -> None:
             told.set_result(stamped_action_frame(text, result))
     except asyncio.InvalidStateError:
         pass
+
+
+def _wake(waiter: asyncio.Future[bool], on_time: bool) -> None:
+    """Wake the lease renewer (``JetStreamLog._renew_forever``) with ``on_time`` (its step is due,
+    or a group was claimed), unless it is woken already."""
+    if not waiter.done():
+        waiter.set_result(on_time)

@@ -191,6 +191,41 @@ async def test_the_leases_of_many_sessions_are_renewed_spread_over_the_interval_
         await holder.close()
 
 
+async def test_a_session_claimed_while_the_renewer_waits_is_renewed_within_an_interval_of_its_claim(
+        nats_server: EmbeddedNats) -> None:
+    # The renewer sleeps until a step some session holds (a whole interval while it holds none): a
+    # claim wakes it, so the new session's lease is renewed within one interval, as every other's,
+    # long before it could lapse; and later claims, between the steps of earlier ones, too.
+    holder = await JetStreamLog.connect(nats_server.url, holder="holder", lease_ttl=1.5)  # renewed every 0.5 s
+    watcher = await holder.leases.bucket.watchall()
+    groups = [f"ahp-session:/woken-{i}" for i in range(3)]
+    loop = asyncio.get_running_loop()
+    claimed: dict[str, tuple[int, float]] = {}
+    renewed: dict[str, float] = {}
+
+    async def watch() -> None:
+        async for entry in watcher:
+            group = untoken(entry.key) if entry is not None else None
+            if group in claimed and entry.revision > claimed[group][0] and group not in renewed:
+                renewed[group] = loop.time()
+
+    watching = asyncio.create_task(watch())
+    try:
+        for group in groups:  # the first at once (the renewer holds nothing), the others between steps
+            await holder.claim(group)
+            claimed[group] = (holder._groups[group].lease.revision, loop.time())
+            await asyncio.sleep(0.13)
+        while len(renewed) < len(groups) and loop.time() - claimed[groups[-1]][1] < 3:
+            await asyncio.sleep(0.05)
+        late = {group: round(renewed.get(group, loop.time()) - at, 2) for group, (_, at) in claimed.items()}
+        assert all(seconds <= 0.5 + 0.25 for seconds in late.values()), f"seconds from claim to renewal: {late}"
+        assert all(holder.owns(group) for group in groups)
+    finally:
+        watching.cancel()
+        await watcher.stop()
+        await holder.close()
+
+
 async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_fence(nats_server: EmbeddedNats) -> None:
     # A tick's records leave at once, each acknowledged on its own: each is fenced, not only the first.
     stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
