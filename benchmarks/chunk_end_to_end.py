@@ -70,9 +70,12 @@ WARM_UP = 50
 RELAY_CHAT = "bench:/relay/chat"
 PROVIDERS = ("openai-chat", "anthropic", "openai-responses")
 """What ``--provider`` takes: the API the fake server speaks and the host's agent uses."""
-PAUSE = 0.002
+PAUSE = float(os.environ.get("CHUNK_BENCH_PAUSE", "0.002"))
 """Seconds the fake provider waits between the client's receiving a chunk and writing the next: a
-model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``)."""
+model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``).
+``CHUNK_BENCH_PAUSE=SECONDS`` sets another: the difference a longer pause makes is what the
+measured process spends per second on what scales with time rather than chunks (timers, lease
+renewals, keep-alive pings)."""
 
 
 def _content(index: int) -> str:
