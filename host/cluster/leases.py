@@ -142,12 +142,10 @@ class Leases:
         """The clock leases are read on (wall-clock seconds)."""
         return self._clock()
 
-    async def watch(self, seen: dict[str, Seen],
-                    changed: Callable[[str, Seen], None] | None = None) -> Callable[[], Awaitable[None]]:
+    async def watch(self, seen: dict[str, Seen]) -> Callable[[], Awaitable[None]]:
         """Keep ``seen`` (``{group: Seen}``) equal to the bucket's leases from now on: filled with
         every lease in force or lapsed once this returns, then changed as the bucket changes (a
-        released lease leaves it); ``changed(group, lease)`` is called with each lease put in ``seen``
-        (not with one that leaves it). Returns the coroutine function that stops watching."""
+        released lease leaves it). Returns the coroutine function that stops watching."""
         watcher = await self.bucket.watchall()
         first = asyncio.get_running_loop().create_future()
 
@@ -164,9 +162,7 @@ class Leases:
                     seen.pop(group, None)
                 else:
                     holder, until = _read(entry.value)
-                    lease = seen[group] = Seen(holder, until)
-                    if changed is not None:
-                        changed(group, lease)
+                    seen[group] = Seen(holder, until)
 
         task = asyncio.get_running_loop().create_task(take())
         await asyncio.wait([first, task], timeout=10, return_when=asyncio.FIRST_COMPLETED)

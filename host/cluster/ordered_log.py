@@ -102,7 +102,7 @@ from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
 from host.cluster._wire import flushed
 from host.cluster.jetstream_log import JetStreamLog, Outcome
-from host.cluster.leases import Leases, Seen, lapsed
+from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
@@ -175,10 +175,6 @@ class ClusterLog:
         process (recovery, then the follower): the records after it are that holder's."""
         self._seen: dict[str, Seen] = {}
         """The leases of the bucket as last seen (``Leases.watch``)."""
-        self._lapse_at = float("inf")
-        """When (wall clock) the next lease ``_take_lapsed`` watches lapses; it sleeps until then."""
-        self._lapse_wake: asyncio.Future[None] | None = None
-        """What ``_take_lapsed`` sleeps on (done when it should look again)."""
         self._watch_stop: Callable[[], Awaitable[None]] | None = None
         self._claims: dict[str, asyncio.Future[int]] = {}
         """The claims under way, per group (``_claim``)."""
@@ -697,7 +693,7 @@ class ClusterLog:
                 await self._watch_stop()
             seen: dict[str, Seen] = {}
             try:
-                self._watch_stop = await self.core.leases.watch(seen, self._lease_seen)
+                self._watch_stop = await self.core.leases.watch(seen)
             except Exception:
                 logger.exception("watching the leases again after a reconnect failed")
             self._seen = seen
@@ -736,8 +732,6 @@ class ClusterLog:
         if self._closing:
             return
         self._lost.add(group)
-        if self._lapse_wake is not None:  # its lease, still in our name, is one to watch now
-            _woken(self._lapse_wake)
         logger.warning("this process lost %s (its lease lapsed or was taken): it writes nothing more there", group)
         watch = self._lost_watch
         if watch is not None:
@@ -790,7 +784,7 @@ class ClusterLog:
         call ``taken(group)`` once this process owns it and holds everything its previous holder
         logged on it. After ``follow``; stopped by ``close``."""
         self._taken_watch = taken
-        self._watch_stop = await self._within(self.core.leases.watch(self._seen, self._lease_seen))
+        self._watch_stop = await self._within(self.core.leases.watch(self._seen))
         task = asyncio.get_running_loop().create_task(self._take_lapsed(taken))
 
         async def stop() -> None:
@@ -803,64 +797,27 @@ class ClusterLog:
         self._unwatch = stop
 
     async def _take_lapsed(self, taken: Callable[[str], None]) -> None:
-        """Take over the groups whose lease lapsed (``take_over_lapsed``), looking again when the
-        next lease that could lapse does (the earliest ``until`` of the leases not this process's,
-        and of its own it lost), when the watch shows a lease that lapses earlier than that (a new
-        one: ``_lease_seen``), when this process loses a group, and every ``ttl / 12`` while a lapsed
-        group is not taken yet or NATS is not reachable: not at fixed steps, which cost an idle
-        process a loop turn each."""
         leases = self.core.leases
-        retry = leases.ttl / 12  # noticed within half a second of the lapse, at the latest
-        loop = asyncio.get_running_loop()
         while True:
-            wait: float | None = retry
-            if self.core.client.is_connected:  # (cut off: our own leases lapse too; nothing to take)
-                wait = await self._take_lapsed_now(taken, leases, retry)
-            wake: asyncio.Future[None] = loop.create_future()
-            self._lapse_wake = wake
-            timer = loop.call_later(wait, _woken, wake) if wait is not None else None
-            try:
-                await wake
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                self._lapse_wake = None
-
-    async def _take_lapsed_now(self, taken: Callable[[str], None], leases: Leases, retry: float) -> float | None:
-        """Claim the groups whose lease lapsed now (a dead owner's, and those this process lost
-        whose lease, still in its name, lapsed with no one else taking them: then no other process
-        would); the seconds until the next lease to watch lapses (``retry`` while a lapsed group
-        is left untaken), None when none is to be watched (then the watch wakes ``_take_lapsed``)."""
-        seen, now = self._seen, leases.now()
-        me = self.core.holder
-        ours = [group for group in self._lost if group in seen and seen[group].holder == me and seen[group].until <= now]
-        found = [*lapsed(seen, now, me), *ours]
-        for group in found:
-            if self.core.owns(group) or group in self._claims:
-                continue
-            try:
-                await self._claim(group)  # (one of ours: its ``taken`` is called by the claim)
-            except LogError as error:  # another process was quicker (the watch shows it soon), or NATS went
-                logger.debug("not taking %s over: %s", group, error)
-                continue
-            if group not in ours:
-                logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
-                self._taken(group, taken)
-        now = leases.now()
-        coming = [lease.until for group, lease in self._seen.items()
-                  if lease.until > now and (lease.holder != me or group in self._lost)]
-        self._lapse_at = min(coming, default=float("inf"))
-        owned = self.core.owned
-        if any(group not in owned for group in found):  # refused, or a claim of it under way: looked at again
-            return retry
-        return self._lapse_at - now + 0.01 if coming else None  # (a timer may fire a hair early)
-
-    def _lease_seen(self, group: str, lease: Seen) -> None:
-        """The lease watch put ``lease`` of ``group`` in ``_seen``: ``_take_lapsed`` looks again if it lapses
-        before the next lapse it waits for (a lease it had not seen; a renewal lapses later)."""
-        if (lease.until < self._lapse_at and self._lapse_wake is not None
-                and (lease.holder != self.core.holder or group in self._lost)):
-            _woken(self._lapse_wake)
+            await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
+            if not self.core.client.is_connected:
+                continue  # cut off: our own leases lapse too; nothing to take
+            seen, now = self._seen, leases.now()
+            # A dead owner's groups, and those this process lost whose lease (still in its name)
+            # lapsed with no one else taking them: then no other process would.
+            ours = [group for group in self._lost if group in seen and seen[group].holder == self.core.holder
+                    and seen[group].until <= now]
+            for group in [*lapsed(seen, now, self.core.holder), *ours]:
+                if self.core.owns(group) or group in self._claims:
+                    continue
+                try:
+                    await self._claim(group)  # (one of ours: its ``taken`` is called by the claim)
+                except LogError as error:  # another process was quicker (the watch shows it soon), or NATS went
+                    logger.debug("not taking %s over: %s", group, error)
+                    continue
+                if group not in ours:
+                    logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
+                    self._taken(group, taken)
 
     def _taken(self, group: str, taken: Callable[[str], None]) -> None:
         self._holders.pop(group, None)
@@ -1199,12 +1156,6 @@ class _Tick:
             if self.ended:
                 self.waiter.set_result((self.results, _stored(self.items, self.results)))
         return self.waiter
-
-
-def _woken(waiter: asyncio.Future[None]) -> None:
-    """Wake ``ClusterLog._take_lapsed``, unless it is woken already."""
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _end(task: asyncio.Future[Any]) -> None:

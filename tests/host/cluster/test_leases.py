@@ -97,34 +97,6 @@ async def test_a_watch_shows_every_lease_as_the_bucket_holds_it_and_forgets_a_re
         await stop()
 
 
-async def test_a_watch_tells_each_lease_it_puts_in_the_table_and_not_one_that_leaves_it(bucket: KeyValue) -> None:
-    # (What ``ClusterLog``'s lapsed-lease check sleeps on: woken by a lease it has not seen.)
-    clock = Clock()
-    holder, watcher = Leases(bucket, "holder", ttl=6, clock=clock), Leases(bucket, "watcher", clock=clock)
-    lease = await holder.acquire(GROUP)
-    assert isinstance(lease, Lease)
-    told: list[tuple[str, Seen]] = []
-    seen: dict[str, Seen] = {}
-    stop = await watcher.watch(seen, lambda group, shown: told.append((group, shown)))
-    try:
-        assert told == [(GROUP, Seen("holder", 1006.0))]  # the leases there when the watch began
-        clock.now = 1004.0
-        assert await holder.renew(lease)
-        for _ in range(100):
-            if len(told) == 2:
-                break
-            await asyncio.sleep(0.02)
-        assert told[1:] == [(GROUP, Seen("holder", 1010.0))] == list(seen.items())
-        await holder.release(lease)
-        for _ in range(100):
-            if not seen:
-                break
-            await asyncio.sleep(0.02)
-        assert seen == {} and len(told) == 2  # a released lease is not told
-    finally:
-        await stop()
-
-
 async def test_a_release_after_a_renewal_whose_answer_was_lost_stops_cleanly_and_leaves_the_lease_to_lapse(
         bucket: KeyValue) -> None:
     clock = Clock()
