@@ -40,7 +40,7 @@ start-up, the turn's start and end, or the handshake. What scales with wall time
 (keep-alive pings, timers; in a cluster, lease renewals and their watch, the lapsed-lease check,
 nats-py's flow-control checks) is counted too, at valgrind's pace (10-15 ms a chunk on a busy
 machine): an idle host costs about 0.8 million instructions a second, a cluster process about
-1.4-1.6 million; while streaming, measured with a longer pause (``CHUNK_BENCH_PAUSE``), 0.87 and
+1.6 million; while streaming, measured with a longer pause (``CHUNK_BENCH_PAUSE``), 0.87 and
 2.5 million, so some 10,000 and 34,000 a chunk; under heavy load a cluster run can lose its lease
 under valgrind and stop, saying the client saw fewer chunks (run it again). Needs ``valgrind``.
 
