@@ -40,8 +40,15 @@ start-up, the turn's start and end, or the handshake. What scales with wall time
 (keep-alive pings, timers; in a cluster, lease renewals and their watch, the lapsed-lease check,
 nats-py's flow-control checks) is counted too, at valgrind's pace (10-15 ms a chunk on a busy
 machine): an idle host costs about 0.8 million instructions a second, a cluster process about
-1.5 million, so some 10,000 and 20,000 a chunk; under heavy load a cluster run can lose its lease
+1.6 million; while streaming, measured with a longer pause (``CHUNK_BENCH_PAUSE``), 0.87 and
+2.5 million, so some 10,000 and 34,000 a chunk; under heavy load a cluster run can lose its lease
 under valgrind and stop, saying the client saw fewer chunks (run it again). Needs ``valgrind``.
+
+Environment: ``CHUNK_BENCH_PAUSE=SECONDS``, the fake provider's pause (``PAUSE``);
+``CHUNK_BENCH_WALL=FILE``, each measured turn's chunks and wall seconds appended to FILE;
+``CHUNK_BENCH_PROFILE=FILE``, a ``cProfile`` of the measured turn instead of callgrind's count (run
+the child, ``--child host N PROTOCOL NATS_URL|- API``, natively); ``CHUNK_BENCH_NATIVE=1``, no
+instrumentation.
 """
 
 from __future__ import annotations
@@ -70,9 +77,12 @@ WARM_UP = 50
 RELAY_CHAT = "bench:/relay/chat"
 PROVIDERS = ("openai-chat", "anthropic", "openai-responses")
 """What ``--provider`` takes: the API the fake server speaks and the host's agent uses."""
-PAUSE = 0.002
+PAUSE = float(os.environ.get("CHUNK_BENCH_PAUSE", "0.002"))
 """Seconds the fake provider waits between the client's receiving a chunk and writing the next: a
-model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``)."""
+model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``).
+``CHUNK_BENCH_PAUSE=SECONDS`` sets another: the difference a longer pause makes is what the
+measured process spends per second on what scales with time rather than chunks (timers, lease
+renewals, keep-alive pings)."""
 
 
 def _content(index: int) -> str:
@@ -224,9 +234,13 @@ async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
     peer.send(f"turn {WARM_UP}")
     await peer.expect("done", timeout=3600)
     _instrument(True)
+    started = time.monotonic()
     peer.send(f"turn {chunks}")
     seen = await peer.expect("done", timeout=3600)
     _instrument(False)
+    if os.environ.get("CHUNK_BENCH_WALL"):  # how long the measured turn took (what scales with time: see above)
+        with open(os.environ["CHUNK_BENCH_WALL"], "a") as wall:
+            wall.write(f"{chunks} {time.monotonic() - started:.3f}\n")
     if int(seen) != chunks:
         raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
 

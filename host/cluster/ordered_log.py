@@ -338,12 +338,18 @@ class ClusterLog:
         number = self._flushed
         self._open[number] = None
         core = self._core
-        if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
-            tick = _Tick(self, items, number)
-            self._sends.add(tick)
-            core.queue_tick(items, tick)  # each record's result counted in the tick, in its slot
-            tick.handed()
-            return
+        if core is not None and self._gate is None and not self._claims:
+            owned = core.owned
+            for item in items:  # every group of the tick owned (inline: this runs per streamed chunk)
+                if group_of(item[1]) not in owned:
+                    break
+            else:
+                tick = _Tick(self, items, number)
+                self._sends.add(tick)
+                core.queue_tick(items, tick)  # each record's result counted in the tick, in its slot
+                if not tick.left and not tick.ended:  # every record refused at once (``_Tick.handed``, inline)
+                    tick._end()
+                return
         # A tick that must claim first: it holds back the ticks flushed after it from now on
         # (``_gate``), including one that would otherwise take the shortcut above.
         ahead = self._gate
@@ -442,7 +448,11 @@ class ClusterLog:
                     newest = self._flushed + (1 if self._tick else 0)
                     self._waiting.extend((newest, callback) for callback in ending)
                 else:  # only frames numbered now were queued: durable, in order (``at_end_of_tick``)
-                    _run(ending)
+                    for callback in ending:  # (``_run``, inline: this runs per streamed chunk)
+                        try:
+                            callback()
+                        except Exception:  # (inside the NATS client's read loop, maybe: nothing may escape)
+                            logger.exception("a callback waiting for the end of a tick's handing out failed")
         del self._open[number]
         waiting = self._waiting
         if not waiting:
@@ -1198,11 +1208,6 @@ class _Tick:
         self.ended = False
         self.waiter: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] | None = None
 
-    def handed(self) -> None:
-        """Every record is queued (some may have been refused at once)."""
-        if not self.left and not self.ended:
-            self._end()
-
     def _end(self) -> None:
         if self.ended:
             return
@@ -1221,24 +1226,6 @@ class _Tick:
             if self.ended:
                 self.waiter.set_result((self.results, _stored(self.items, self.results)))
         return self.waiter
-
-
-def _run(callbacks: list[Callable[[], None]]) -> None:
-    """Call each of ``callbacks`` (inside the NATS client's read loop, maybe: nothing may escape)."""
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:
-            logger.exception("a callback waiting for the end of a tick's handing out failed")
-
-
-def _all_owned(core: JetStreamLog, items: list[_Item]) -> bool:
-    """Whether ``core`` owns the group of every record of a tick."""
-    owned = core.owned
-    for item in items:
-        if group_of(item[1]) not in owned:
-            return False
-    return True
 
 
 def _end(task: asyncio.Future[Any]) -> None:
