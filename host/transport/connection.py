@@ -297,6 +297,7 @@ class ClientConnection:
                 wanted.append((channel, internal))
         # As ``subscribe``: a cluster's process may hold others' chats without their streamed text.
         await store.hold([name for _, internal in wanted for name in internal])
+        await store.settle([name for _, internal in wanted for name in internal])  # then subscribed in the same step
         snapshots = [self._subscribe_now(channel, internal) for channel, internal in wanted]
         result = dialect.initialize_result({
             "protocolVersion": negotiated.version,
@@ -359,6 +360,7 @@ class ClientConnection:
             shown = None  # what it missed includes a change its version cannot say (``resync``)
         self.host.resync_from.pop(self.client_id, None)
         if shown is None:
+            await store.settle(channels)  # none of this process's actions on them in flight: subscribed in this step
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
             return {"type": "snapshot", "snapshots": snapshots}
         for uri, internal in resumable.items():
@@ -411,6 +413,7 @@ class ClientConnection:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
         await self.host.store.hold(internal)  # a cluster's process may hold others' chats without their streamed text
+        await self.host.store.settle(internal)  # none of this process's actions on them in flight: subscribed in this step
         return {"snapshot": self._subscribe_now(channel, internal)}
 
     def channel_removed(self, uri: str) -> None:
