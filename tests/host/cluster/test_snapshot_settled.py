@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ahp.state import default_chat_uri
+from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
 from host.state.channels import reduce
 from host.state.log import LogRecord
 from host.state.store import Store
+from tests.host.cluster._hosts import processes, root_client, until_turns_ended
 from tests.host.cluster.conftest import Relay
 from tests.host.cluster.test_taken_in_order import (
     ELSEWHERE,
@@ -138,3 +142,34 @@ async def test_a_record_taken_in_and_held_reaches_a_later_subscriber_once(
     assert later.frames == []
     assert text(mirrored(snapshot, later.frames, "chat")) == "theirs "
     assert mirrored(snapshot, later.frames, "chat") == here.state(chat_there) == there.state(chat_there)
+
+
+async def test_clients_of_a_host_process_subscribing_mid_stream_see_each_chunk_once(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    """A real ``agent-host serve --cluster`` process runs a turn streaming word by word; clients
+    that subscribe to its chat at moments along the stream end with the same chat as a client
+    subscribed from the start."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.004\ndefault_directory = "{tmp_path}"\n')
+    async with processes(tmp_path, nats_server, count=1, config=config) as (host,):
+        first = await root_client(host)
+        session = await first.create_session()
+        chat = default_chat_uri(session)
+        await first.subscribe(session)
+        await first.subscribe(chat)
+        late: list[AhpClient] = []
+        for turn in range(2):
+            first.send_message(session, " ".join(f"word{n}" for n in range(40)))
+            for _ in range(4):
+                await asyncio.sleep(0.05)
+                client = await root_client(host)
+                await client.subscribe(session)
+                await client.subscribe(chat)
+                late.append(client)
+            await until_turns_ended([first, *late], session, turn + 1)
+        turns = (first.state(chat) or {})["turns"]
+        assert len(turns) == 2 and "You said" in str(turns[0]["responseParts"])
+        for client in late:
+            assert (client.state(chat) or {})["turns"] == turns
+        for client in [first, *late]:
+            await client.close()
