@@ -173,3 +173,23 @@ async def test_clients_of_a_host_process_subscribing_mid_stream_see_each_chunk_o
             assert (client.state(chat) or {})["turns"] == turns
         for client in [first, *late]:
             await client.close()
+
+
+async def test_a_subscriber_waits_for_its_own_channels_only_and_not_past_the_bound(
+        nats_server: EmbeddedNats, relay: Relay, logs: list[ClusterLog], caplog: pytest.LogCaptureFixture) -> None:
+    """With this process's acknowledgements held back, a subscription to another channel is taken
+    at once; one to the channel whose chunk waits is taken once the bound passed, with a warning
+    saying its subscriber may get the chunk twice."""
+    here = await a_store(nats_server, logs, "here", url=relay.url)
+    chat = start_streaming(here, HERE)
+    other = start_streaming(here, "ahp-session:/other")
+    await durable(here)
+    relay.stall()
+    chunk = delta(here, chat, "waiting ")
+    here.flush()
+    await here.settle([other])
+    assert chunk["serverSeq"] == 0 and "may get it twice" not in caplog.text  # not held by another channel's action
+    await here.settle([chat], within=0.2)
+    assert chunk["serverSeq"] == 0 and "may get it twice" in caplog.text
+    relay.flow()
+    await durable(here)
