@@ -59,6 +59,17 @@ handed out with no observer in between are sent, before the first observer runs 
 tick is nearly always in flight). What an observer or a refusal sends reads states that may hold
 actions not durable yet: it waits as any other write (``when_durable``).
 
+**A subscriber's snapshot between two numbers.** The store's state of a channel holds this
+process's actions as soon as they are dispatched, but ``serverSeq`` only counts the numbered
+ones: a snapshot taken while an action of its channel waits would hold it below a ``fromSeq``
+lower than its number, and the subscriber would get it again as a frame. So a snapshot over such
+a log waits for a moment when none of its channels' actions is queued here (``busy``/``quiet``,
+``Store.settle``), per channel (a process with many sessions streaming has some action queued
+nearly always); the queue's progress wakes the wait (``_drain``), no polling. A record taken in
+and held (``hold_taken``) needs no wait: it goes to those subscribed when it was taken in, and a
+later snapshot holds it under a ``fromSeq`` at or above its number (the log counted it as it
+handed it over).
+
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning
 and this process's state of that channel lacks it until it is read from the log again (no re-read
@@ -72,7 +83,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -174,6 +185,8 @@ class Awaiting:
         self._finish = finish
         self._refuse = refuse
         self._idle: list[asyncio.Future[None]] = []
+        self._quiet: dict[str, list[asyncio.Future[None]]] = {}
+        """Per channel, the waits of ``quiet``: resolved once none of its actions is queued."""
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -190,6 +203,40 @@ class Awaiting:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._idle.append(waiter)
             await waiter
+
+    def busy(self, channels: Iterable[str]) -> bool:
+        """Whether an action of this process on one of ``channels`` waits for its number or to be
+        sent (reduced into the store's state already, or to be reduced once numbered)."""
+        wanted = channels if isinstance(channels, (set, frozenset)) else set(channels)
+        return any(pending.channel in wanted for pending in self._queue)
+
+    async def quiet(self, channels: Iterable[str]) -> None:
+        """Return once none of ``channels``' actions is queued (at once when none is). The caller
+        checks again after it returns (``busy``): an action may be dispatched on one of them
+        before it runs again; it bounds the wait itself."""
+        wanted = set(channels)
+        while busy := {pending.channel for pending in self._queue if pending.channel in wanted}:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for channel in busy:  # woken when one of them goes quiet, then checked again
+                self._quiet.setdefault(channel, []).append(waiter)
+            try:
+                await waiter
+            finally:
+                for channel in busy:
+                    waiters = self._quiet.get(channel)
+                    if waiters is not None and waiter in waiters:
+                        waiters.remove(waiter)
+                        if not waiters:
+                            del self._quiet[channel]
+
+    def _wake_quiet(self) -> None:
+        """Resolve the waits of ``quiet`` whose channels no queued action is on now: one pass over
+        the queue, only while some wait (nothing on the way of a frame otherwise)."""
+        queued = {pending.channel for pending in self._queue}
+        for channel in [channel for channel in self._quiet if channel not in queued]:
+            for waiter in self._quiet.pop(channel):
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def add(self, pending: Pending) -> None:
         self._added += 1
@@ -295,13 +342,15 @@ class Awaiting:
         handed = self._handed
         if streamed_only or handed is None or self.handing:
             self._drain_now(streamed_only)
-            return
-        self.handing = True
-        try:
-            self._drain_now(False)
-        finally:
-            self.handing = False
-            handed()
+        else:
+            self.handing = True
+            try:
+                self._drain_now(False)
+            finally:
+                self.handing = False
+                handed()
+        if self._quiet:
+            self._wake_quiet()
 
     def _drain_now(self, streamed_only: bool = False) -> None:
         """Finish the answered actions at the head of the queue, sorted by their numbers.

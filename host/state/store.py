@@ -40,7 +40,9 @@ Invariants (each part states its own; these are the ones of the composition):
   ``change_observers`` and ``token_observers``; ``active_turn_id`` answers the per-token "is my
   turn still running" without that read.
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
-  subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
+  subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it. Over a
+  log that answers later, the caller first awaits ``settle`` of the channels (then subscribes
+  with no await in between): the state holds this process's actions before they are numbered.
 * ``replay`` gives what the log's replay window holds, unless a chat lost older turns from its
   state since (``host.state.older_turns``): then None, and the client gets a snapshot.
 """
@@ -67,6 +69,10 @@ __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "Rejection
            "TEXT_APPENDS", "action_frame", "reduce"]
 
 logger = logging.getLogger(__name__)
+
+SETTLE_SECONDS = 2.0
+"""How long ``settle`` waits for a channel with an action of this process in flight to go quiet
+before its subscriber is registered anyway (a few of the log's acknowledgements under load)."""
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], None]
 """``observer(channel, before, after, envelope)``, called after every accepted action."""
@@ -658,6 +664,34 @@ class Store:
         fanout.subscribe(entry, subscriber, translator or fanout.translator_of(subscriber))
         self._served = None
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
+
+    async def settle(self, channels: Iterable[str], within: float | None = None) -> None:
+        """Return at a moment when no action of this process on ``channels`` waits for its number
+        (at once over a log that answers at once), so that a ``subscribe`` in the same step (no
+        await in between) gets a snapshot whose ``fromSeq`` is at or above the number of every
+        action its state holds: none comes again as a frame (``host.state.awaiting``). Per
+        channel: actions on others do not delay it. Bounded by ``within`` seconds
+        (``SETTLE_SECONDS``): a channel that never goes quiet so long is subscribed anyway, with a
+        warning (its subscriber may get an action of its snapshot again); the wait is woken by the
+        queue's progress, so a stream slower than the log's acknowledgements leaves it quiet
+        between two chunks."""
+        awaiting = self._awaiting
+        if awaiting is None:
+            return
+        wanted = set(channels)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (SETTLE_SECONDS if within is None else within)
+        while awaiting.busy(wanted):  # checked last in the step that returns to the subscribing caller
+            left = deadline - loop.time()
+            if left > 0:
+                try:
+                    await asyncio.wait_for(awaiting.quiet(wanted), left)
+                    continue
+                except TimeoutError:
+                    pass
+            logger.warning("subscribing to %s while an action of this process on it still waits for its number: "
+                           "the subscriber may get it twice", ", ".join(sorted(wanted)))
+            return
 
     def unsubscribe(self, channel: str, subscriber: Subscriber, translator: Translator | None = None) -> None:
         """Stop sending ``channel`` to ``subscriber`` in the shapes it subscribed with

@@ -297,7 +297,7 @@ class ClientConnection:
                 wanted.append((channel, internal))
         # As ``subscribe``: a cluster's process may hold others' chats without their streamed text.
         await store.hold([name for _, internal in wanted for name in internal])
-        snapshots = [self._subscribe_now(channel, internal) for channel, internal in wanted]
+        snapshots = await self._snapshots(wanted)
         result = dialect.initialize_result({
             "protocolVersion": negotiated.version,
             "serverSeq": store.seq,
@@ -359,7 +359,7 @@ class ClientConnection:
             shown = None  # what it missed includes a change its version cannot say (``resync``)
         self.host.resync_from.pop(self.client_id, None)
         if shown is None:
-            snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
+            snapshots = await self._snapshots(list(resumable.items()))
             return {"type": "snapshot", "snapshots": snapshots}
         for uri, internal in resumable.items():
             self._register(uri, internal)
@@ -370,20 +370,37 @@ class ClientConnection:
 
     # -- subscriptions -------------------------------------------------------------------------
 
-    def _subscribe_now(self, channel: str, internal: list[str]) -> dict[str, Any]:
+    async def _snapshots(self, wanted: list[tuple[str, list[str]]]) -> list[dict[str, Any]]:
+        """Subscribe to each ``(channel, internal)`` of ``wanted``; their snapshots in this
+        connection's shapes. Sessions restored at start are resumed first (their trust question
+        is in the snapshot), then, over a networked log, the store waits until none of this
+        process's actions on the channels waits for its number (``Store.settle``): the subscribing
+        follows in the same step, so that none reaches the client twice (snapshot and frame)."""
+        for _, internal in wanted:
+            self._resume(internal)
+        await self.host.store.settle([uri for _, internal in wanted for uri in internal])
+        return [self._subscribe_now(channel, internal, resume=False) for channel, internal in wanted]
+
+    def _subscribe_now(self, channel: str, internal: list[str], resume: bool = True) -> dict[str, Any]:
         """Subscribe to the store channels ``channel`` stands for, in one synchronous step, and
         return its snapshot in this connection's shapes."""
         assert self.dialect is not None
-        snapshots = self._register(channel, internal)
+        snapshots = self._register(channel, internal, resume)
         return self.dialect.snapshot(self.host, channel, snapshots)
 
-    def _register(self, channel: str, internal: list[str]) -> list[dict[str, Any]]:
-        """Subscribe to the store channels ``channel`` stands for; their store snapshots."""
+    def _resume(self, internal: list[str]) -> None:
+        """A session restored at start is resumed by a client's subscribing (``AgentHost.resumed``)."""
+        for uri in internal:
+            self.host.resumed(uri, self.client_id or "")
+
+    def _register(self, channel: str, internal: list[str], resume: bool = True) -> list[dict[str, Any]]:
+        """Subscribe to the store channels ``channel`` stands for (resumed first unless ``resume``
+        is false: the caller did); their store snapshots."""
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
-        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
-            self.host.resumed(uri, self.client_id or "")
+        if resume:  # a session restored at start is resumed: its trust question is in the snapshot
+            self._resume(internal)
         services = self.host.services_built
         snapshots = []
         for uri in internal:
@@ -411,7 +428,8 @@ class ClientConnection:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
         await self.host.store.hold(internal)  # a cluster's process may hold others' chats without their streamed text
-        return {"snapshot": self._subscribe_now(channel, internal)}
+        [snapshot] = await self._snapshots([(channel, internal)])
+        return {"snapshot": snapshot}
 
     def channel_removed(self, uri: str) -> None:
         """The store removed ``uri`` (a disposed session or chat): the subscriptions standing for
