@@ -440,10 +440,13 @@ class Journal:
             self._append_row(("action", channel, seq, now, envelope_json))
             self.chars_since_snapshot += len(envelope_json)
             return
-        self.chars_since_snapshot += len(action["content"])
+        content = action["content"]
+        self.chars_since_snapshot += len(content)
         run = self._runs.get(channel)
         if run is not None and run.key == key and run.count < RUN_LIMIT:
-            run.add(action["content"], seq)
+            run.pieces.append(content)  # ``run.add(content, seq)``, inlined: once per streamed token
+            run.seqs.append(seq)
+            run.count += 1
             if not run.queued:  # its head row is written: the new text goes in a run_texts row
                 run.queued = True
                 self._to_append.append(run)
