@@ -232,11 +232,10 @@ class EmbeddedLog:
 
     # -- durability ----------------------------------------------------------------------------
 
-    def flush(self, settle: bool = False, now: float | None = None) -> None:
+    def flush(self, settle: bool = False) -> None:
         """Make every journaled entry durable (cheap when there is nothing to commit), then run the
         callbacks ``when_durable`` deferred. ``settle``: into SQLite itself, the journal's tail
-        with it (``Journal.flush``). ``now``: ``time.monotonic()`` read just before (the commit's
-        time, for the group commit's interval), when the caller has it."""
+        with it (``Journal.flush``). (``_end_of_tick`` does the same, inlined.)"""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -244,7 +243,7 @@ class EmbeddedLog:
         if journal is not None and (journal.pending or settle):
             if journal.flush(settle):  # only a SQLite transaction grows the WAL (not the tail)
                 self._check_wal(background=True)
-            self._last_commit = time.monotonic() if now is None else now
+            self._last_commit = time.monotonic()
         if self._on_commit:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
@@ -380,7 +379,20 @@ class EmbeddedLog:
             # ``_flush_soon``, inlined (once per tick): a streamed chunk leaves no ``transaction_rows``
             self._flush_timer = None
         else:
-            self.flush(now=now)  # one clock read: the commit's time is this tick's end
+            # ``flush()``, inlined (once per tick), with one clock read: the commit's time is this tick's end.
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+                self._flush_timer = None
+            if journal.flush():  # only a SQLite transaction grows the WAL (not the tail)
+                self._check_wal(background=True)
+            self._last_commit = now
+            if self._on_commit:
+                callbacks, self._on_commit = self._on_commit, []
+                for callback in callbacks:
+                    callback()
+            journal = self.journal  # (a callback may have closed the log)
+            if journal is not None and journal.tail_bytes >= TAIL_SETTLE_BYTES and journal.unsettled:
+                self._settle_soon(journal)
 
     def _arm_flush(self, delay: float) -> None:
         try:
