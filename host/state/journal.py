@@ -500,12 +500,13 @@ class Journal:
                 # The tail's record of it, as below, with ``_appended`` inlined (once per commit).
                 line = orjson.dumps((text,))
                 record = b"%08x%b\n" % (zlib.crc32(line), line)
-                if self.tail_bytes + len(record) <= TAIL_BYTES:
+                tail_bytes = self.tail_bytes + len(record)
+                if tail_bytes <= TAIL_BYTES:
                     try:
                         os.write(self._tail, record)
                     except OSError as error:
                         raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
-                    self.tail_bytes += len(record)
+                    self.tail_bytes = tail_bytes
                     self._tail_holds = True
                     self._tail_texts.append(text)
                     run.pieces, run.seqs = [], []  # ``used_up()``

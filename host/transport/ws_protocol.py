@@ -210,16 +210,17 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         if self.before_write is not None and not durable:
             self.before_write()
         room = WRITE_AHEAD - self.transport.get_write_buffer_size()
+        waiting = len(pending)
         if force or room >= self._pending_chars:
-            taken = len(pending)
+            taken = waiting
         else:
             taken = 0
-            while taken < len(pending) and room > 0:
+            while taken < waiting and room > 0:
                 room -= len(pending[taken])
                 taken += 1
         if not taken:
             return  # the transport is full: resume_writing writes more once it has drained
-        texts = pending[:taken] if taken < len(pending) else pending
+        texts = pending[:taken] if taken < waiting else pending
         conn = self.conn
         if conn.state is State.OPEN and not conn.extensions and not conn.expect_continuation_frame and not conn.debug:
             # Plain frames: the same bytes for every connection, built once (shared_frames).
@@ -238,7 +239,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
                 self._pending, self._pending_chars = None, 0
                 return
             data = b"".join(conn.data_to_send())
-        if taken < len(pending):
+        if taken < waiting:
             self._pending = pending[taken:]
             self._pending_chars -= sum(len(text) for text in pending[:taken])
         else:
