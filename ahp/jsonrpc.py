@@ -151,7 +151,13 @@ that builds many frames in one loop writes ``stamped_action_frame``'s text itsel
 def action_frame(envelope: Any) -> tuple[str, str]:
     """An action envelope's JSON text (what a journal keeps) and the ``action`` notification that
     carries it, from one serialisation: the one place action frames are built."""
-    envelope_json = encode(envelope)
+    try:  # ``encode``, its usual way inlined: once per streamed token
+        envelope_json = orjson.dumps(envelope).decode()
+    except TypeError:  # a key that is not a str, an int past 64 bits: ``encode``'s other ways
+        envelope_json = encode(envelope)
+    else:
+        if "null" in envelope_json and _has_non_finite(envelope):
+            envelope_json = _encode_stdlib(envelope)  # raises, as the wire must never carry NaN
     return envelope_json, ACTION_FRAME_HEAD + envelope_json + "}"
 
 

@@ -57,6 +57,7 @@ class RawEventStream:
         # send, is read without going through its lines; any other is read line by line (``_block``).
         rest = b""
         done, error, loads, block_of, names = self._done, self._error, orjson.loads, self._block, self._names
+        done_length = len(done) if done is not None else 0
         next_bytes, errors = body_reader(self.response)  # aiohttp's own reader where it can
         with errors:
             while chunk := await next_bytes():
@@ -91,7 +92,7 @@ class RawEventStream:
                         event, text = read
                         if not names:
                             event = None
-                    if done is not None and text.startswith(done):
+                    if done is not None and text[:done_length] == done:  # (``startswith`` parses a tuple of arguments)
                         return
                     value = loads(text)  # ``_decode``, inlined: this runs for every event
                     # Only what can be an error payload is shown to ``error`` (see the class).

@@ -218,7 +218,9 @@ class AppendingState:
         run = self._run
         if self._runs and run is not None and key == run.key:
             self.key = key
-            run.add(action["content"])
+            run.pieces.append(action["content"])  # ``run.add``, inlined: once per streamed token
+            run.seqs.append(0)
+            run.count += 1
             return True
         return self.apply(action, now)
 

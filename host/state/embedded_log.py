@@ -196,7 +196,14 @@ class EmbeddedLog:
             if journal.pending >= FLUSH_ROWS:
                 self._flush_soon()
             elif not self._tick_armed and self._flush_timer is None:
-                self._commit_at_end_of_tick()
+                # ``_commit_at_end_of_tick``, inlined: the tick's first append
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:
+                    self.flush(settle=True)
+                else:
+                    self._tick_armed = True
+                    loop.call_soon(self._end_of_tick)
         # ``_remember``, inlined: this runs for every streamed token.
         replay = self.replay_window
         if replay.maxlen != 0:
@@ -228,19 +235,20 @@ class EmbeddedLog:
     def flush(self, settle: bool = False) -> None:
         """Make every journaled entry durable (cheap when there is nothing to commit), then run the
         callbacks ``when_durable`` deferred. ``settle``: into SQLite itself, the journal's tail
-        with it (``Journal.flush``)."""
+        with it (``Journal.flush``). (``_end_of_tick`` does the same, inlined.)"""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        if self.journal is not None and (self.journal.dirty or settle):
-            if self.journal.flush(settle):  # only a SQLite transaction grows the WAL (not the tail)
+        journal = self.journal
+        if journal is not None and (journal.pending or settle):
+            if journal.flush(settle):  # only a SQLite transaction grows the WAL (not the tail)
                 self._check_wal(background=True)
             self._last_commit = time.monotonic()
         if self._on_commit:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
                 callback()
-        journal = self.journal
+        journal = self.journal  # (a callback may have closed the log)
         if journal is not None and journal.tail_bytes >= TAIL_SETTLE_BYTES and journal.unsettled:
             self._settle_soon(journal)
 
@@ -356,20 +364,35 @@ class EmbeddedLog:
             asyncio.get_running_loop().call_soon(self._end_of_tick)
             return
         self._tick_armed = False
-        if self.journal is None or not self.journal.dirty:
+        journal = self.journal
+        if journal is None or not journal.pending:
             if self._on_commit:
                 callbacks, self._on_commit = self._on_commit, []
                 for callback in callbacks:
                     callback()
             return
-        wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
+        now = time.monotonic()
+        wait = self._last_commit + MIN_COMMIT_INTERVAL - now
         if wait > 0:
             self._arm_flush(wait)
-        elif self._commits_held or (self.journal is not None and self.journal.transaction_rows and self._hold_for_settle()):
+        elif self._commits_held or (journal.transaction_rows and self._hold_for_settle()):
             # ``_flush_soon``, inlined (once per tick): a streamed chunk leaves no ``transaction_rows``
             self._flush_timer = None
         else:
-            self.flush()
+            # ``flush()``, inlined (once per tick), with one clock read: the commit's time is this tick's end.
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+                self._flush_timer = None
+            if journal.flush():  # only a SQLite transaction grows the WAL (not the tail)
+                self._check_wal(background=True)
+            self._last_commit = now
+            if self._on_commit:
+                callbacks, self._on_commit = self._on_commit, []
+                for callback in callbacks:
+                    callback()
+            journal = self.journal  # (a callback may have closed the log)
+            if journal is not None and journal.tail_bytes >= TAIL_SETTLE_BYTES and journal.unsettled:
+                self._settle_soon(journal)
 
     def _arm_flush(self, delay: float) -> None:
         try:

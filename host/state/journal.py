@@ -406,6 +406,10 @@ class Journal:
         """Each channel's open text run."""
         self._to_append: list[_Run] = []
         """Runs whose head row is written and that have appends not written yet."""
+        self.pending = 0
+        """Entries appended since the last ``flush`` (rows in ``transaction_rows`` and runs in
+        ``_to_append``; read-only outside): an attribute, not a property, as it is read for every
+        streamed token."""
         self._sizes: dict[int, tuple[bool, int]] = {}
         """Entry id → (is an action, characters with its ``run_texts``), for the entries this process
         wrote or read: pruning measures its steps and the replay window with it, without reading rows."""
@@ -436,13 +440,17 @@ class Journal:
             self._append_row(("action", channel, seq, now, envelope_json))
             self.chars_since_snapshot += len(envelope_json)
             return
-        self.chars_since_snapshot += len(action["content"])
+        content = action["content"]
+        self.chars_since_snapshot += len(content)
         run = self._runs.get(channel)
         if run is not None and run.key == key and run.count < RUN_LIMIT:
-            run.add(action["content"], seq)
+            run.pieces.append(content)  # ``run.add(content, seq)``, inlined: once per streamed token
+            run.seqs.append(seq)
+            run.count += 1
             if not run.queued:  # its head row is written: the new text goes in a run_texts row
                 run.queued = True
                 self._to_append.append(run)
+                self.pending += 1
             return
         self._end_run(channel)
         run = _Run(key, channel, now, action, seq)
@@ -461,6 +469,7 @@ class Journal:
 
     def _append_row(self, row: Any) -> None:
         self.transaction_rows.append(row)
+        self.pending += 1
         self.entries_since_snapshot += 1  # rows, which is what recovery pays for
 
     def _end_run(self, channel: str) -> None:
@@ -468,29 +477,47 @@ class Journal:
         self._runs.pop(channel, None)
 
     @property
-    def pending(self) -> int:
-        """Entries appended since the last ``flush``."""
-        return len(self.transaction_rows) + len(self._to_append)
-
-    @property
     def dirty(self) -> bool:
-        """Entries were appended since the last ``flush``."""
-        return bool(self.transaction_rows or self._to_append)
+        """Entries were appended since the last ``flush`` (``pending``)."""
+        return self.pending > 0
 
     def flush(self, settle: bool = False) -> bool:
         """Make every entry appended so far durable. A commit of run texts alone (the pieces a text
         run streamed since its last commit) is one record appended to the tail file; any other
         (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
         Whether a SQLite transaction was committed (only that grows the WAL)."""
-        if not (self.transaction_rows or self._to_append) and not (settle and self._tail_holds):
+        if not self.pending and not (settle and self._tail_holds):
             return False
         to_append = self._to_append
-        if len(to_append) == 1 and len(to_append[0].pieces) == 1:
+        if len(to_append) == 1 and len(pieces := to_append[0].pieces) == 1:
             # Nearly every commit at a model's pace: one run's one new piece, its ``more()`` made here.
             run = to_append[0]
-            content = run.pieces[0]
+            content = pieces[0]
             seq = run.seqs[0]
-            texts = [(run.row_id, seq, [(seq, len(content))], content)]
+            size = len(content)
+            text = (run.row_id, seq, [(seq, size)], content)
+            if not settle and not self.transaction_rows and size <= TAIL_COMMIT_CHARS:
+                # The tail's record of it, as below, with ``_appended`` inlined (once per commit).
+                line = orjson.dumps((text,))
+                record = b"%08x%b\n" % (zlib.crc32(line), line)
+                tail_bytes = self.tail_bytes + len(record)
+                if tail_bytes <= TAIL_BYTES:
+                    try:
+                        os.write(self._tail, record)
+                    except OSError as error:
+                        raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
+                    self.tail_bytes = tail_bytes
+                    self._tail_holds = True
+                    self._tail_texts.append(text)
+                    run.pieces, run.seqs = [], []  # ``used_up()``
+                    run.queued = False
+                    known = self._sizes.get(run.row_id)  # type: ignore[arg-type]  # a queued run's head is written
+                    if known is not None:
+                        self._sizes[run.row_id] = (True, known[1] + 16 + size)  # type: ignore[index]
+                    to_append.clear()
+                    self.pending = 0
+                    return False
+            texts = [text]
         else:
             texts = [run.more() for run in to_append]
         if not settle and not self.transaction_rows and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
@@ -507,6 +534,7 @@ class Journal:
                 self._tail_holds = True
                 self._tail_texts.extend(texts)
                 self._appended(texts)
+                self.pending = 0
                 return False
         sizes: list[tuple[int, bool, int]] = []
         settling = self._tail_holds
@@ -544,6 +572,7 @@ class Journal:
             self._sizes[row_id] = (is_action, size)
         self._appended(texts)
         self.transaction_rows.clear()
+        self.pending = 0
         return True
 
     @property

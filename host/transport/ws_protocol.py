@@ -47,7 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
-from host.transport.shared_frames import SharedFrames
+from host.transport.shared_frames import SharedFrames, text_frame
 
 __all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
@@ -108,8 +108,9 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             return -1
         pending = self._pending
         if pending is None:
-            pending = self._pending = []
-        pending.append(text)
+            self._pending = [text]
+        else:
+            pending.append(text)
         self._pending_chars += len(text)
         if not self._write_armed and self.writable.is_set():
             if self.at_end_of_tick is not None:  # ``_arm_write``, inlined: the tick's first message
@@ -209,21 +210,27 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         if self.before_write is not None and not durable:
             self.before_write()
         room = WRITE_AHEAD - self.transport.get_write_buffer_size()
+        waiting = len(pending)
         if force or room >= self._pending_chars:
-            taken = len(pending)
+            taken = waiting
         else:
             taken = 0
-            while taken < len(pending) and room > 0:
+            while taken < waiting and room > 0:
                 room -= len(pending[taken])
                 taken += 1
         if not taken:
             return  # the transport is full: resume_writing writes more once it has drained
-        texts = pending[:taken] if taken < len(pending) else pending
+        texts = pending[:taken] if taken < waiting else pending
         conn = self.conn
         if conn.state is State.OPEN and not conn.extensions and not conn.expect_continuation_frame and not conn.debug:
             # Plain frames: the same bytes for every connection, built once (shared_frames).
-            data = conn.data_to_send()  # (uvicorn writes its own at once, so normally nothing)
-            frames = data + SHARED_FRAMES.frames(texts) if data else SHARED_FRAMES.frames(texts)
+            # What the protocol has to send itself (``conn.writes``, read by ``data_to_send``) goes
+            # first; uvicorn writes its own at once, so normally there is nothing.
+            if taken == 1 and SHARED_FRAMES.users == 1 and not conn.writes:
+                data = text_frame(texts[0])  # ``SHARED_FRAMES.frames``, inlined: a connection alone, one text
+            else:
+                frames = SHARED_FRAMES.frames(texts)
+                data = b"".join(conn.data_to_send() + frames if conn.writes else frames)
         else:
             try:
                 for text in texts:
@@ -231,13 +238,13 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             except InvalidState:
                 self._pending, self._pending_chars = None, 0
                 return
-            frames = conn.data_to_send()
-        if taken < len(pending):
+            data = b"".join(conn.data_to_send())
+        if taken < waiting:
             self._pending = pending[taken:]
             self._pending_chars -= sum(len(text) for text in pending[:taken])
         else:
             self._pending, self._pending_chars = None, 0
-        self.transport.write(b"".join(frames))
+        self.transport.write(data)
         if self._pending and self.writable.is_set() and not self._write_armed:
             # The kernel took it all at once (no pause_writing, so no resume_writing): go on.
             self._arm_write()
