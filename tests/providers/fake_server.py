@@ -21,6 +21,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Self
 
 
 @dataclass
@@ -99,13 +100,12 @@ def responses_sse(text: str = "hi") -> bytes:
                    "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}}))
 
 
-class FakeProviderServer:
-    def __init__(self, replies: list[Reply] | None = None, *, base_path: str = "") -> None:
-        self.replies = list(replies or [])
-        self.requests: list[SeenRequest] = []
-        self.base_path = base_path
-        self._served: list[Reply] = []
-        self._server: asyncio.AbstractServer | None = None
+class _LoopbackServer:
+    """What both servers share: listening on 127.0.0.1 (port 0) as an async context manager, each
+    connection handed to ``_handle``; ``base_url`` is where a client reaches it."""
+
+    base_path = ""
+    _server: asyncio.AbstractServer | None = None
 
     @property
     def base_url(self) -> str:
@@ -113,17 +113,34 @@ class FakeProviderServer:
         host, port = self._server.sockets[0].getsockname()[:2]
         return f"http://{host}:{port}{self.base_path}"
 
-    async def __aenter__(self) -> FakeProviderServer:
+    async def __aenter__(self) -> Self:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
+        self._closing()
+        await self._server.wait_closed()
+
+    def _closing(self) -> None:
+        """Called once the server stopped listening, before its connections are waited for."""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class FakeProviderServer(_LoopbackServer):
+    def __init__(self, replies: list[Reply] | None = None, *, base_path: str = "") -> None:
+        self.replies = list(replies or [])
+        self.requests: list[SeenRequest] = []
+        self.base_path = base_path
+        self._served: list[Reply] = []
+
+    def _closing(self) -> None:
         for reply in self._served + self.replies:
             if reply.stall is not None:
                 reply.stall.set()
-        await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         reply: Reply | None = None
@@ -172,7 +189,7 @@ class FakeProviderServer:
             writer.close()
 
 
-class KeepAliveServer:
+class KeepAliveServer(_LoopbackServer):
     """An HTTP/1.1 server on 127.0.0.1 (port 0) that answers every request of a connection, one
     after another, and keeps the connection open (chunked replies), as the vendors' servers do.
 
@@ -188,22 +205,6 @@ class KeepAliveServer:
         self.connection_of: list[int] = []
         """The connection (numbered from 0 in the order they opened) of each request in ``requests``."""
         self.connections = 0
-        self._server: asyncio.AbstractServer | None = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}{self.base_path}"
-
-    async def __aenter__(self) -> KeepAliveServer:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         number = self.connections
