@@ -163,6 +163,8 @@ class ClusterLog:
         """``at_end_of_tick``'s callbacks asked for while a tick's results are handed out: run at
         the end of that handing out."""
         self._holders: dict[str, str] = {}
+        self._owners_moved = 0
+        """Counts the changes of ``_holders`` and ``_claims`` (``owners_changed``)."""
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
         self._unwatch: Callable[[], Awaitable[None]] | None = None
@@ -244,6 +246,7 @@ class ClusterLog:
             raise
         core.on_lost = self._group_lost
         self._core = core
+        self._owners_moved += 1
 
     async def _within(self, waited: Awaitable[T]) -> T:
         """``waited``, ended and ``LogUnavailable`` when NATS does not answer within ``timeout``.
@@ -278,6 +281,14 @@ class ClusterLog:
 
     def bind(self, source: SnapshotSource) -> None:
         self._source = source
+
+    @property
+    def owners_changed(self) -> tuple[int, int]:
+        """A value that changes whenever ``owner``'s answer for some channel may have (a group
+        claimed, taken over, released or lost here; another process's marker read): what ``owner``
+        answered is good while it stays the same (``Store``'s ordering gate caches on it)."""
+        core = self._core
+        return self._owners_moved, core.groups_changed if core is not None else 0
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
@@ -427,6 +438,7 @@ class ClusterLog:
                     refused = True
                     if isinstance(result, NotOwner) and result.owner:
                         self._holders[group_of(channel)] = result.owner
+                        self._owners_moved += 1
                     if future is None:
                         self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
                     elif not future.done():
@@ -820,7 +832,8 @@ class ClusterLog:
         if claiming is None:
             claiming = asyncio.ensure_future(self._claim_and_catch_up(group))
             self._claims[group] = claiming
-            claiming.add_done_callback(lambda _: self._claims.pop(group, None))
+            self._owners_moved += 1
+            claiming.add_done_callback(lambda _: self._claim_ended(group))
         return await asyncio.shield(claiming)
 
     async def _claim_and_catch_up(self, group: str) -> int:
@@ -889,8 +902,13 @@ class ClusterLog:
                     logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
                     self._taken(group, taken)
 
+    def _claim_ended(self, group: str) -> None:
+        self._claims.pop(group, None)
+        self._owners_moved += 1
+
     def _taken(self, group: str, taken: Callable[[str], None]) -> None:
         self._holders.pop(group, None)
+        self._owners_moved += 1
         try:
             taken(group)
         except Exception:
@@ -1089,6 +1107,7 @@ class ClusterLog:
             self._lost.discard(group)  # another process runs it now, and ended what we left
         else:
             self._holders.pop(group, None)
+        self._owners_moved += 1
 
     def _deliver(self, deliver: Callable[[LogRecord], None], record: LogRecord, seq: int) -> None:
         self._seq = max(self._seq, seq)
@@ -1115,6 +1134,7 @@ class ClusterLog:
                     self._holders[group_of(record.channel)] = holder
                 else:
                     self._holders.pop(group_of(record.channel), None)
+                self._owners_moved += 1
                 continue
             if covered is not None and record.seq <= covered[0]:
                 continue
