@@ -83,7 +83,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -161,7 +161,8 @@ class Awaiting:
 
     def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None],
                  caught_up: Callable[[int], Awaitable[None] | None] | None = None,
-                 handed: Callable[[], None] | None = None) -> None:
+                 handed: Callable[[], None] | None = None,
+                 gated: Callable[[], Container[str]] | None = None) -> None:
         self._queue: deque[Pending] = deque()
         self._handed = handed
         self.handing = False
@@ -170,6 +171,9 @@ class Awaiting:
         """``caught_up(seq)``: None when every record of another process numbered below ``seq``
         that is to be sent here was taken in, else an awaitable done once it was (the store's,
         from its log: ``host.cluster.ordered_log.ClusterLog.caught_up``)."""
+        self._gated = gated
+        """``gated()``: the channels whose frames wait for ``caught_up`` (those a connection follows
+        that also follows a channel another process runs: ``Store._gated_channels``); None: all."""
         self._catching_up: Awaitable[None] | None = None
         """The wait of ``caught_up`` under way: this process's frames wait for it."""
         self._taken: deque[Pending] = deque()
@@ -412,10 +416,13 @@ class Awaiting:
         those are."""
         if self._catching_up is not None:
             return True
+        gated = self._gated() if self._gated is not None else None
+        if gated is not None and not gated:
+            return False  # no connection here follows a channel another process runs
         highest = 0
         for pending in ready:
             seq = pending.envelope["serverSeq"] if pending.frame is not None and not pending.dropped else 0
-            if seq and (not bound or seq < bound) and seq > highest:
+            if seq and (not bound or seq < bound) and seq > highest and (gated is None or pending.channel in gated):
                 highest = seq
         if not highest:
             return False
