@@ -192,6 +192,9 @@ class ClusterLog:
         self._caught_up_to = 0
         """Every record the follower is to bring numbered below this was handed over (the server
         said so to ``caught_up``; a record stored later is numbered higher)."""
+        self._caught_up_groups: tuple[frozenset[str] | None, int] = (None, 0)
+        """The same for the records of some groups only (``caught_up`` given channels): those
+        groups, and the number every such record below was handed over."""
         self._streamed: set[str] = set()
         """The groups whose streamed text the follower takes in (the server sends every other
         record of every group, and only these groups' streamed text)."""
@@ -607,7 +610,7 @@ class ClusterLog:
             except Exception:
                 logger.exception("following the log again failed")
 
-    def caught_up(self, seq: int) -> Awaitable[None] | None:
+    def caught_up(self, seq: int, channels: Iterable[str] | None = None) -> Awaitable[None] | None:
         """None when the follower has handed over every record it is to bring numbered below
         ``seq`` (the number of a frame of this process's about to be sent); else an awaitable done
         once it has. The follower brings other processes' records later than this process reads
@@ -616,20 +619,48 @@ class ClusterLog:
         connection that follows both (``host.state.awaiting``). The server is asked for the
         next record on the follower's subjects past what it handed over (one direct get per
         subject; this process's own records, which it skips, passed over); done as well when
-        that cannot be known (NATS unreachable, not following: nothing better to wait for)."""
+        that cannot be known (NATS unreachable, not following: nothing better to wait for).
+
+        ``channels``: only records of these channels' groups matter (the channels another
+        process runs that the connections the frames go to follow: ``Store._gated_channels``),
+        so the server is asked about those groups' subjects and every group's owner marker
+        only (two direct gets for the root, where the follower's subjects would pass over every
+        record of every other process's sessions and this process's own); once a marker is
+        found below ``seq`` (a group changing hands), about every subject the follower takes."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
             return None
-        return self._in_background(self._catch_up(seq))
+        groups = None if channels is None else frozenset(group_of(channel) for channel in channels)
+        if groups is not None and groups == self._caught_up_groups[0] and seq <= self._caught_up_groups[1]:
+            return None
+        return self._in_background(self._catch_up(seq, groups or None))
 
-    async def _catch_up(self, seq: int) -> None:
+    def _groups_subjects(self, groups: frozenset[str]) -> list[str]:
+        """The subjects of ``groups``' records the follower takes (their streamed text only for
+        the groups whose streamed text it follows), then every group's owner marker (last)."""
+        subjects = self.core.subjects
+        ordered = sorted(groups)
+        return [*(f"{subjects.prefix}.{token(group)}.*" for group in ordered),
+                *(subjects.streamed_filter(group) for group in ordered if group in self._streamed),
+                f"{subjects.prefix}.*.{MARKER_TOKEN}"]
+
+    async def _catch_up(self, seq: int, groups: frozenset[str] | None = None) -> None:
+        narrowed = self._groups_subjects(groups) if groups is not None else None
         try:
             while self._followed < seq - 1 and not self._closing:
                 start = self._followed + 1
-                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in self._follow_subjects()))
+                asked = narrowed if narrowed is not None else self._follow_subjects()
+                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in asked))
                 coming = min((number for number in found if number), default=0)
                 if not coming:
-                    self._caught_up_to = max(self._caught_up_to, seq)
+                    if narrowed is not None and groups is not None:
+                        if groups == self._caught_up_groups[0]:
+                            seq = max(seq, self._caught_up_groups[1])
+                        self._caught_up_groups = (groups, seq)
+                    else:
+                        self._caught_up_to = max(self._caught_up_to, seq)
                     return
+                if narrowed is not None and found[-1] == coming:
+                    narrowed = None  # a group changes hands below ``seq``: every followed subject from now on
                 if self._followed >= coming:
                     continue  # handed over while the server was asked
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
