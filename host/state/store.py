@@ -123,18 +123,22 @@ class Store:
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
         """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
-        self._log_caught_up: Callable[[int], Any] | None = getattr(log, "caught_up", None)
+        self._log_caught_up: Callable[[int, frozenset[str]], Any] | None = getattr(log, "caught_up", None)
         self._gated: frozenset[str] | None = None
         """The channels whose frames wait for the log's follower (``_gated_channels``), kept until
         one subscribes or unsubscribes, or the log's owners change (``_gated_at``)."""
         self._gated_at: Any = None
         """The log's ``owners_changed`` when ``_gated`` was computed."""
+        self._foreign: frozenset[str] = frozenset()
+        """With ``_gated``: the channels served here that another process runs (``caught_up`` asks
+        about their records only)."""
         self._log_end_of_tick: Callable[[Callable[[], None]], None] | None = getattr(log, "at_end_of_tick", None)
         self._handing: list[Callable[[], None]] = []
         """Writes asked for (``at_end_of_tick``) while frames numbered earlier were handed out with
         no observer in between (``_numbered``): run once they are, not after other ticks."""
         self._collecting = False
-        self._awaiting = Awaiting(self._numbered, self._refused, self._log_caught_up, self._run_handed if self._log_end_of_tick is not None else None,
+        self._awaiting = Awaiting(self._numbered, self._refused, self._caught_up if self._log_caught_up is not None else None,
+                                  self._run_handed if self._log_end_of_tick is not None else None,
                                   self._gated_channels) \
             if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
@@ -515,13 +519,22 @@ class Store:
         owner = self.log.owner
         served = [(channel, entry) for channel, entry in self._channels.items() if fanout.has_subscribers(entry)]
         followers: set[Any] = set()
+        foreign: list[str] = []
         for channel, entry in served:
             if owner(channel) is not None:
+                foreign.append(channel)
                 followers |= fanout.everyone(entry)
         gated = frozenset(channel for channel, entry in served if followers and not followers.isdisjoint(fanout.everyone(entry))) \
             if followers else frozenset()
-        self._gated, self._gated_at = gated, owners_changed
+        self._gated, self._gated_at, self._foreign = gated, owners_changed, frozenset(foreign)
         return gated
+
+    def _caught_up(self, seq: int) -> Any:
+        """The log's ``caught_up`` for frames up to ``seq`` of the gated channels
+        (``_gated_channels``, computed just before): only the records of the channels another
+        process runs that their connections follow matter."""
+        assert self._log_caught_up is not None
+        return self._log_caught_up(seq, self._foreign)
 
     def _end_of_tick_later(self, callback: Callable[[], None]) -> None:
         """``at_end_of_tick`` over a log that answers later: a write asked for while frames are

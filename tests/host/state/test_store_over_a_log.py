@@ -314,7 +314,8 @@ class FollowingLog(LaterLog):
     def owner(self, channel: str) -> str | None:
         return "host-b" if channel == ELSEWHERE else None
 
-    def caught_up(self, seq: int) -> asyncio.Future[None] | None:
+    def caught_up(self, seq: int, channels: Iterable[str]) -> asyncio.Future[None] | None:
+        assert set(channels) == {ELSEWHERE}  # only the records of what its connections follow matter
         if seq <= self.taken_in_to:
             return None
         self.asked.append(seq)
