@@ -209,7 +209,8 @@ async def _connection_per_worker(connect: Any, port: int, pids: list[int]) -> di
     return chosen
 
 
-async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int], cross: bool = False) -> None:
+async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int], cross: bool = False,
+                         root: bool = False) -> None:
     """The client process: ``sessions`` sessions round robin over the workers, each sent one message;
     prints ``streaming`` once every session is ready, just before the first message, ``ended`` once
     every turn ended, then ``result {p99, steady_p99, median, count, seconds}`` (steady: the chunks
@@ -219,7 +220,9 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
     it), which then goes; the streaming is read by a :class:`_Listener` per worker, on the same
     worker, subscribed to that worker's sessions only; with ``cross``, to the next worker's
     sessions (a client on a worker that does not run its sessions: that worker follows their
-    streamed text, and the turns' first messages are forwarded to their owners)."""
+    streamed text, and the turns' first messages are forwarded to their owners); with ``root``,
+    to the root channel too, as a real client is (one worker writes the root: the others' frames
+    to such a client wait for their log's follower, ``ClusterLog.caught_up``)."""
     from client import AhpClient
 
     port = int(url.rsplit(":", 1)[1].strip("/"))
@@ -243,7 +246,7 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
     reader = {pid: order[(index + 1) % len(order)] if cross else pid for index, pid in enumerate(order)}
     """owner → the worker whose listener reads (and starts) the owner's sessions."""
     for pid in order:
-        await listeners[reader[pid]].initialize(owned[pid])
+        await listeners[reader[pid]].initialize([*(["ahp-root://"] if root else []), *owned[pid]])
     for client in makers.values():
         await client.close()
     turns = [(listeners[reader[pid]], channel) for index in range(sessions) for pid in [order[index % len(order)]]

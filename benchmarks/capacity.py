@@ -205,7 +205,7 @@ async def _spread_run(host: WorkersHost, provider: int, sessions: int, args: arg
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
     child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger,
-                         ",".join(map(str, host.workers())), "cross" if args.cross else "own")
+                         ",".join(map(str, host.workers())), "cross" if args.cross else "own", "root" if args.root else "sessions")
     try:
         await child.expect("streaming", timeout=900)
         # From the first message sent to the last turn's end (the sessions' creation left out).
@@ -294,6 +294,9 @@ async def main() -> None:
                              "host 20-35 %% more CPU a chunk, so compare p99s only between runs without it)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
+    parser.add_argument("--root", action="store_true", help="with --workers: each reading client also follows the root channel, "
+                                                            "as a real client does (one process writes it: the others' frames "
+                                                            "then wait for their log's follower, ClusterLog.caught_up)")
     args = parser.parse_args()
     placement = pin_measured_process() if not args.workers else "not pinned"
     server = ChildProcess(STREAM, "sse")
@@ -318,6 +321,7 @@ async def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child" and sys.argv[2] == "spread":
         asyncio.run(spread_clients(sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
-                                   [int(pid) for pid in sys.argv[7].split(",")], cross=sys.argv[8] == "cross"))
+                                   [int(pid) for pid in sys.argv[7].split(",")], cross=sys.argv[8] == "cross",
+                                   root=sys.argv[9] == "root"))
         sys.exit(0)
     asyncio.run(main())

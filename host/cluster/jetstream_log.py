@@ -288,6 +288,9 @@ class JetStreamLog:
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
         self.owned: Mapping[str, object] = self._groups
+        self.groups_changed = 0
+        """Counts the changes of the groups this process owns (claimed, released, lost, closed):
+        ``ClusterLog.owners_changed`` adds it to its own count."""
         """The groups this process owns, as ``owns`` answers (``group in log.owned``: no call, for
         a caller that asks for every record)."""
         self._subjects: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
@@ -374,6 +377,7 @@ class JetStreamLog:
                 raise LogError(f"cannot claim {group}: {error}") from error
             self._claims_made += 1
             self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq), slot=self._claims_made)
+            self.groups_changed += 1
             self._nudge()
             return ack.seq
         raise NotOwner(group, None)
@@ -386,6 +390,7 @@ class JetStreamLog:
         while state.queue or state.sending:
             await asyncio.sleep(0.01)
         self._groups.pop(group, None)
+        self.groups_changed += 1
         await self.leases.release(state.lease)
 
     async def group_last(self, group: str) -> int:
@@ -408,6 +413,7 @@ class JetStreamLog:
         state = self._groups.pop(group, None)
         if state is None:
             return
+        self.groups_changed += 1
         for pending in state.queue:
             _tell(pending, error)
         state.queue.clear()
@@ -1028,6 +1034,7 @@ class JetStreamLog:
             for group in list(self._groups):
                 await self.release(group)
         self._groups.clear()
+        self.groups_changed += 1
         if not self.client.is_closed:
             await self.client.close()
 

@@ -163,6 +163,8 @@ class ClusterLog:
         """``at_end_of_tick``'s callbacks asked for while a tick's results are handed out: run at
         the end of that handing out."""
         self._holders: dict[str, str] = {}
+        self._owners_moved = 0
+        """Counts the changes of ``_holders`` and ``_claims`` (``owners_changed``)."""
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
         self._unwatch: Callable[[], Awaitable[None]] | None = None
@@ -190,6 +192,9 @@ class ClusterLog:
         self._caught_up_to = 0
         """Every record the follower is to bring numbered below this was handed over (the server
         said so to ``caught_up``; a record stored later is numbered higher)."""
+        self._caught_up_groups: tuple[frozenset[str] | None, int] = (None, 0)
+        """The same for the records of some groups only (``caught_up`` given channels): those
+        groups, and the number every such record below was handed over."""
         self._streamed: set[str] = set()
         """The groups whose streamed text the follower takes in (the server sends every other
         record of every group, and only these groups' streamed text)."""
@@ -244,6 +249,7 @@ class ClusterLog:
             raise
         core.on_lost = self._group_lost
         self._core = core
+        self._owners_moved += 1
 
     async def _within(self, waited: Awaitable[T]) -> T:
         """``waited``, ended and ``LogUnavailable`` when NATS does not answer within ``timeout``.
@@ -278,6 +284,14 @@ class ClusterLog:
 
     def bind(self, source: SnapshotSource) -> None:
         self._source = source
+
+    @property
+    def owners_changed(self) -> tuple[int, int]:
+        """A value that changes whenever ``owner``'s answer for some channel may have (a group
+        claimed, taken over, released or lost here; another process's marker read): what ``owner``
+        answered is good while it stays the same (``Store``'s ordering gate caches on it)."""
+        core = self._core
+        return self._owners_moved, core.groups_changed if core is not None else 0
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
@@ -427,6 +441,7 @@ class ClusterLog:
                     refused = True
                     if isinstance(result, NotOwner) and result.owner:
                         self._holders[group_of(channel)] = result.owner
+                        self._owners_moved += 1
                     if future is None:
                         self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
                     elif not future.done():
@@ -595,7 +610,7 @@ class ClusterLog:
             except Exception:
                 logger.exception("following the log again failed")
 
-    def caught_up(self, seq: int) -> Awaitable[None] | None:
+    def caught_up(self, seq: int, channels: Iterable[str] | None = None) -> Awaitable[None] | None:
         """None when the follower has handed over every record it is to bring numbered below
         ``seq`` (the number of a frame of this process's about to be sent); else an awaitable done
         once it has. The follower brings other processes' records later than this process reads
@@ -604,20 +619,48 @@ class ClusterLog:
         connection that follows both (``host.state.awaiting``). The server is asked for the
         next record on the follower's subjects past what it handed over (one direct get per
         subject; this process's own records, which it skips, passed over); done as well when
-        that cannot be known (NATS unreachable, not following: nothing better to wait for)."""
+        that cannot be known (NATS unreachable, not following: nothing better to wait for).
+
+        ``channels``: only records of these channels' groups matter (the channels another
+        process runs that the connections the frames go to follow: ``Store._gated_channels``),
+        so the server is asked about those groups' subjects and every group's owner marker
+        only (two direct gets for the root, where the follower's subjects would pass over every
+        record of every other process's sessions and this process's own); once a marker is
+        found below ``seq`` (a group changing hands), about every subject the follower takes."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
             return None
-        return self._in_background(self._catch_up(seq))
+        groups = None if channels is None else frozenset(group_of(channel) for channel in channels)
+        if groups is not None and groups == self._caught_up_groups[0] and seq <= self._caught_up_groups[1]:
+            return None
+        return self._in_background(self._catch_up(seq, groups or None))
 
-    async def _catch_up(self, seq: int) -> None:
+    def _groups_subjects(self, groups: frozenset[str]) -> list[str]:
+        """The subjects of ``groups``' records the follower takes (their streamed text only for
+        the groups whose streamed text it follows), then every group's owner marker (last)."""
+        subjects = self.core.subjects
+        ordered = sorted(groups)
+        return [*(f"{subjects.prefix}.{token(group)}.*" for group in ordered),
+                *(subjects.streamed_filter(group) for group in ordered if group in self._streamed),
+                f"{subjects.prefix}.*.{MARKER_TOKEN}"]
+
+    async def _catch_up(self, seq: int, groups: frozenset[str] | None = None) -> None:
+        narrowed = self._groups_subjects(groups) if groups is not None else None
         try:
             while self._followed < seq - 1 and not self._closing:
                 start = self._followed + 1
-                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in self._follow_subjects()))
+                asked = narrowed if narrowed is not None else self._follow_subjects()
+                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in asked))
                 coming = min((number for number in found if number), default=0)
                 if not coming:
-                    self._caught_up_to = max(self._caught_up_to, seq)
+                    if narrowed is not None and groups is not None:
+                        if groups == self._caught_up_groups[0]:
+                            seq = max(seq, self._caught_up_groups[1])
+                        self._caught_up_groups = (groups, seq)
+                    else:
+                        self._caught_up_to = max(self._caught_up_to, seq)
                     return
+                if narrowed is not None and found[-1] == coming:
+                    narrowed = None  # a group changes hands below ``seq``: every followed subject from now on
                 if self._followed >= coming:
                     continue  # handed over while the server was asked
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -820,7 +863,8 @@ class ClusterLog:
         if claiming is None:
             claiming = asyncio.ensure_future(self._claim_and_catch_up(group))
             self._claims[group] = claiming
-            claiming.add_done_callback(lambda _: self._claims.pop(group, None))
+            self._owners_moved += 1
+            claiming.add_done_callback(lambda _: self._claim_ended(group))
         return await asyncio.shield(claiming)
 
     async def _claim_and_catch_up(self, group: str) -> int:
@@ -889,8 +933,13 @@ class ClusterLog:
                     logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
                     self._taken(group, taken)
 
+    def _claim_ended(self, group: str) -> None:
+        self._claims.pop(group, None)
+        self._owners_moved += 1
+
     def _taken(self, group: str, taken: Callable[[str], None]) -> None:
         self._holders.pop(group, None)
+        self._owners_moved += 1
         try:
             taken(group)
         except Exception:
@@ -1089,6 +1138,7 @@ class ClusterLog:
             self._lost.discard(group)  # another process runs it now, and ended what we left
         else:
             self._holders.pop(group, None)
+        self._owners_moved += 1
 
     def _deliver(self, deliver: Callable[[LogRecord], None], record: LogRecord, seq: int) -> None:
         self._seq = max(self._seq, seq)
@@ -1115,6 +1165,7 @@ class ClusterLog:
                     self._holders[group_of(record.channel)] = holder
                 else:
                     self._holders.pop(group_of(record.channel), None)
+                self._owners_moved += 1
                 continue
             if covered is not None and record.seq <= covered[0]:
                 continue

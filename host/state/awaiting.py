@@ -23,9 +23,9 @@ Invariants:
   Both ways round: a record taken in waits (``must_hold``/``hold_taken``) while an action of this
   process added before it may be numbered lower and is not sent yet (its acknowledgement not read,
   or read and not handed out), and goes to those subscribed when it was taken in (a later
-  subscriber's snapshot holds it); and a frame of this process waits, when a subscriber here
-  follows a channel another process runs, until the follower has taken in every record of
-  others numbered below it (``caught_up``: the follower brings them later than this process reads
+  subscriber's snapshot holds it); and a frame of this process waits, when a connection it
+  goes to also follows a channel another process runs (``gated``), until the follower has taken
+  in every record of others numbered below it (``caught_up``: the follower brings them later than this process reads
   the acknowledgements of its own later ones, nearly always under load). A connection thus reads
   strictly increasing ``serverSeq`` with none of its channels' skipped, and a ``reconnect`` with
   the last it read misses nothing.
@@ -46,10 +46,15 @@ at the head of the queue (its observers read states that may hold actions not du
 finished in the next loop turn, after them, so that a transport's end-of-tick write asked for
 there need wait for no other tick (``host.state.log``, ``at_end_of_tick``).
 
-Cost of that ordering: nothing while no subscriber here follows another process's channel (and
-for the embedded log); otherwise, per batch of this process's frames whose number is past what
-the follower handed over (their own streamed text is not followed, so nearly every batch), one
-direct get per follower subject before they leave (``ClusterLog.caught_up``).
+Cost of that ordering: nothing for the embedded log, and nothing for frames of channels no
+connection of which follows another process's channel (``gated``: the store's set of channels
+that do, computed when a subscription or an owner changes, not per frame; a connection that
+follows only channels run here is never held); otherwise, per batch of this process's frames
+whose number is past what the follower handed over (their own streamed text is not followed, so
+nearly every batch), a direct get or two before they leave (``ClusterLog.caught_up``, asked
+about the groups of the channels run elsewhere that those connections follow, and the owner
+markers). Frames still leave in one order: while a batch waits, the frames
+after it wait too (a connection may follow a gated channel and one that is not).
 
 **Written as soon as sent.** A frame sent from a drain in a loop turn of its own (an action not
 streamed, answered through a future; a frame held for the order above) is numbered and durable:
@@ -83,7 +88,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -161,7 +166,8 @@ class Awaiting:
 
     def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None],
                  caught_up: Callable[[int], Awaitable[None] | None] | None = None,
-                 handed: Callable[[], None] | None = None) -> None:
+                 handed: Callable[[], None] | None = None,
+                 gated: Callable[[], Container[str]] | None = None) -> None:
         self._queue: deque[Pending] = deque()
         self._handed = handed
         self.handing = False
@@ -170,6 +176,9 @@ class Awaiting:
         """``caught_up(seq)``: None when every record of another process numbered below ``seq``
         that is to be sent here was taken in, else an awaitable done once it was (the store's,
         from its log: ``host.cluster.ordered_log.ClusterLog.caught_up``)."""
+        self._gated = gated
+        """``gated()``: the channels whose frames wait for ``caught_up`` (those a connection follows
+        that also follows a channel another process runs: ``Store._gated_channels``); None: all."""
         self._catching_up: Awaitable[None] | None = None
         """The wait of ``caught_up`` under way: this process's frames wait for it."""
         self._taken: deque[Pending] = deque()
@@ -359,6 +368,12 @@ class Awaiting:
         answered action that is not one, it and the ones after it are left for a drain in the next
         loop turn."""
         queue = self._queue
+        if self._catching_up is not None:
+            # This process's frames wait for the follower (``_wait_for_others``), every one of them:
+            # nothing to take off the queue (a drain runs once the wait is over).
+            if self._taken:
+                self._send_taken(0, streamed_only)
+            return
         ready: list[Pending] = []
         while queue and queue[0].answered:
             ready.append(queue.popleft())
@@ -412,10 +427,13 @@ class Awaiting:
         those are."""
         if self._catching_up is not None:
             return True
+        gated = self._gated() if self._gated is not None else None
+        if gated is not None and not gated:
+            return False  # no connection here follows a channel another process runs
         highest = 0
         for pending in ready:
             seq = pending.envelope["serverSeq"] if pending.frame is not None and not pending.dropped else 0
-            if seq and (not bound or seq < bound) and seq > highest:
+            if seq and (not bound or seq < bound) and seq > highest and (gated is None or pending.channel in gated):
                 highest = seq
         if not highest:
             return False

@@ -123,17 +123,23 @@ class Store:
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
         """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
-        self._log_caught_up: Callable[[int], Any] | None = getattr(log, "caught_up", None)
-        self._served: list[str] | None = None
-        """The channels some subscriber of this process follows (``served``), kept until one
-        subscribes or unsubscribes."""
+        self._log_caught_up: Callable[[int, frozenset[str]], Any] | None = getattr(log, "caught_up", None)
+        self._gated: frozenset[str] | None = None
+        """The channels whose frames wait for the log's follower (``_gated_channels``), kept until
+        one subscribes or unsubscribes, or the log's owners change (``_gated_at``)."""
+        self._gated_at: Any = None
+        """The log's ``owners_changed`` when ``_gated`` was computed."""
+        self._foreign: frozenset[str] = frozenset()
+        """With ``_gated``: the channels served here that another process runs (``caught_up`` asks
+        about their records only)."""
         self._log_end_of_tick: Callable[[Callable[[], None]], None] | None = getattr(log, "at_end_of_tick", None)
         self._handing: list[Callable[[], None]] = []
         """Writes asked for (``at_end_of_tick``) while frames numbered earlier were handed out with
         no observer in between (``_numbered``): run once they are, not after other ticks."""
         self._collecting = False
         self._awaiting = Awaiting(self._numbered, self._refused, self._caught_up if self._log_caught_up is not None else None,
-                                  self._run_handed if self._log_end_of_tick is not None else None) \
+                                  self._run_handed if self._log_end_of_tick is not None else None,
+                                  self._gated_channels) \
             if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
@@ -309,7 +315,7 @@ class Store:
         if channel == ROOT or channel not in self._channels:
             return
         self.log.removed(channel)
-        self._served = None
+        self._gated = None
         entry = self._channels.pop(channel)
         self._changed.discard(channel)
         self._removed.add(channel)
@@ -498,21 +504,37 @@ class Store:
 
         forwarded.add_done_callback(answered)
 
-    def _caught_up(self, seq: int) -> Any:
-        """Before this process's frames up to ``seq`` are sent (``host.state.awaiting``): when a
-        subscriber here follows a channel another process runs (every client follows the root),
-        wait for the log's follower to have taken in every record of others numbered below it
-        (its ``caught_up``), so that a connection following both gets them in ``serverSeq``
-        order; None when none does, or nothing is to be waited for."""
-        served = self._served
-        if served is None:
-            served = self._served = self.served()
+    def _gated_channels(self) -> frozenset[str]:
+        """The channels whose frames of this process wait for the log's follower before they leave
+        (``host.state.awaiting``, ``caught_up``): those a connection follows that also follows a
+        channel another process runs (whose records the follower brings, later than this
+        process's acknowledgements), so that such a connection reads ``serverSeq`` in order. A
+        connection that follows only channels run here is not held: nothing it follows is taken
+        in. Computed again only when a subscription or the log's owners changed (its
+        ``owners_changed``; every time for a log that does not say), not per frame."""
+        owners_changed = getattr(self.log, "owners_changed", None)
+        gated = self._gated
+        if gated is not None and owners_changed is not None and owners_changed == self._gated_at:
+            return gated
         owner = self.log.owner
-        for channel in served:
+        served = [(channel, entry) for channel, entry in self._channels.items() if fanout.has_subscribers(entry)]
+        followers: set[Any] = set()
+        foreign: list[str] = []
+        for channel, entry in served:
             if owner(channel) is not None:
-                assert self._log_caught_up is not None
-                return self._log_caught_up(seq)
-        return None
+                foreign.append(channel)
+                followers |= fanout.everyone(entry)
+        gated = frozenset(channel for channel, entry in served if followers and not followers.isdisjoint(fanout.everyone(entry))) \
+            if followers else frozenset()
+        self._gated, self._gated_at, self._foreign = gated, owners_changed, frozenset(foreign)
+        return gated
+
+    def _caught_up(self, seq: int) -> Any:
+        """The log's ``caught_up`` for frames up to ``seq`` of the gated channels
+        (``_gated_channels``, computed just before): only the records of the channels another
+        process runs that their connections follow matter."""
+        assert self._log_caught_up is not None
+        return self._log_caught_up(seq, self._foreign)
 
     def _end_of_tick_later(self, callback: Callable[[], None]) -> None:
         """``at_end_of_tick`` over a log that answers later: a write asked for while frames are
@@ -663,7 +685,7 @@ class Store:
         the subscriber's own for this channel (a channel it names differently)."""
         entry = self._channels[channel]
         fanout.subscribe(entry, subscriber, translator or fanout.translator_of(subscriber))
-        self._served = None
+        self._gated = None
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
 
     async def settle(self, channels: Iterable[str], within: float | None = None) -> None:
@@ -700,12 +722,12 @@ class Store:
         entry = self._channels.get(channel)
         if entry is None:
             return
-        self._served = None
+        self._gated = None
         if fanout.unsubscribe(entry, subscriber, translator or fanout.translator_of(subscriber)):
             self._older_turns.trim(channel)
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
-        self._served = None
+        self._gated = None
         for channel, entry in tuple(self._channels.items()):
             if fanout.drop(entry, subscriber):
                 self._older_turns.trim(channel)
@@ -881,7 +903,7 @@ class Store:
         elif record.kind == "removed":
             gone = self._channels.pop(channel, None) if channel != ROOT else None
             if gone is not None:
-                self._served = None
+                self._gated = None
                 self._changed.discard(channel)
                 self._removed.add(channel)
                 for subscriber in fanout.everyone(gone):

@@ -297,3 +297,91 @@ async def test_an_observer_that_fails_is_logged_and_the_observers_after_it_still
     failures = [record.getMessage() for record in caplog.records if "failed" in record.getMessage()]
     assert failures == ["store observer failed on chat/turnStarted", "store observer failed on chat/responsePart",
                         "store observer failed on chat/delta", "store token observer failed on chat/delta"]
+
+
+class FollowingLog(LaterLog):
+    """A shared log whose follower is behind: ``ELSEWHERE``'s session runs on another process, and
+    ``caught_up`` (asked before this process's frames leave to a connection that also follows
+    it) is done only when the test says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+        self.behind: asyncio.Future[None] | None = None
+        self.taken_in_to = 0
+        self.owners_changed = 0
+
+    def owner(self, channel: str) -> str | None:
+        return "host-b" if channel == ELSEWHERE else None
+
+    def caught_up(self, seq: int, channels: Iterable[str]) -> asyncio.Future[None] | None:
+        assert set(channels) == {ELSEWHERE}  # only the records of what its connections follow matter
+        if seq <= self.taken_in_to:
+            return None
+        self.asked.append(seq)
+        self.behind = asyncio.get_running_loop().create_future()
+        return self.behind
+
+    def catch_up(self) -> None:
+        """The follower took in everything below what was asked last."""
+        assert self.behind is not None
+        self.taken_in_to = self.asked[-1]
+        self.behind.set_result(None)
+
+
+ELSEWHERE = "ahp-session:/elsewhere"
+
+
+def titled(text: str) -> dict[str, Any]:
+    return {"type": "session/titleChanged", "title": text}
+
+
+async def test_a_connection_that_follows_only_channels_run_here_is_not_held_while_the_follower_catches_up() -> None:
+    log = FollowingLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    for session in ("ahp-session:/mine", "ahp-session:/also-mine", ELSEWHERE):
+        store.create(session, "session", {"title": "old"})
+    local_only, mixed = Sink(), Sink()
+    store.subscribe("ahp-session:/mine", local_only)
+    store.subscribe("ahp-session:/also-mine", mixed)
+    store.subscribe(ELSEWHERE, mixed)
+
+    store.dispatch("ahp-session:/mine", titled("one"))
+    log.number(0, 1)
+    await settle()
+    assert [json.loads(text)["params"]["serverSeq"] for text in local_only.texts] == [1]  # not held
+    assert log.asked == []  # nobody it goes to follows a channel another process runs: nothing asked
+
+    store.dispatch("ahp-session:/also-mine", titled("two"))
+    log.number(1, 3)  # #2 may be the other process's, not taken in yet
+    await settle()
+    assert log.asked == [3] and mixed.texts == []  # held: its connection follows the other process's session
+    log.catch_up()
+    await settle()
+    assert [json.loads(text)["params"]["serverSeq"] for text in mixed.texts] == [3]
+
+
+async def test_a_subscription_to_a_channel_run_elsewhere_holds_the_frames_of_that_connection_s_other_channels() -> None:
+    log = FollowingLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    for session in ("ahp-session:/mine", ELSEWHERE):
+        store.create(session, "session", {"title": "old"})
+    connection = Sink()
+    store.subscribe("ahp-session:/mine", connection)
+    store.dispatch("ahp-session:/mine", titled("one"))
+    log.number(0, 1)
+    await settle()
+    assert len(connection.texts) == 1 and log.asked == []
+    store.subscribe(ELSEWHERE, connection)  # now it follows the other process's session too
+    store.dispatch("ahp-session:/mine", titled("two"))
+    log.number(1, 3)
+    await settle()
+    assert log.asked == [3] and len(connection.texts) == 1
+    log.owners_changed += 1  # the other process's session is run here now (taken over)
+    log.owner = lambda channel: None  # type: ignore[method-assign]
+    log.catch_up()
+    await settle()
+    store.dispatch("ahp-session:/mine", titled("three"))
+    log.number(2, 5)
+    await settle()
+    assert [json.loads(text)["params"]["serverSeq"] for text in connection.texts] == [1, 3, 5] and log.asked == [3]
