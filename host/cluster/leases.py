@@ -155,17 +155,19 @@ class Leases:
         """The clock leases are read on (wall-clock seconds)."""
         return self._clock()
 
-    async def watch(self, seen: dict[str, Seen]) -> Callable[[], Awaitable[None]]:
+    async def watch(self, seen: dict[str, Seen],
+                    shown: Callable[[Seen], None] | None = None) -> Callable[[], Awaitable[None]]:
         """Keep ``seen`` (``{group: Seen}``) equal to the bucket's leases from now on: filled with
         every lease in force or lapsed once this returns, then changed as the bucket changes (a
-        released lease leaves it). Returns the coroutine function that stops watching.
+        released lease leaves it); ``shown(lease)`` (when given) is called with each lease put in
+        it. Returns the coroutine function that stops watching.
 
         Read from the bucket's stream (``KV_<bucket>``, a key's changes on ``$KV.<bucket>.<key>``)
         through ``host.cluster.consumer.InOrder`` when the leases know it (``stream``): no
         flow-control poll four times a second, no queue and task between the messages and
         ``seen``. Otherwise (``stream`` None: the plain way) through nats-py's own key watcher."""
         if self.stream is None:
-            return await self._watch_plain(seen)
+            return await self._watch_plain(seen, shown)
         js, name = self.stream
         prefix = f"$KV.{name}."
         cut = len(prefix)
@@ -179,7 +181,9 @@ class Leases:
                     seen.pop(group, None)
                 else:
                     holder, until = _read(message.data)
-                    seen[group] = Seen(holder, until)
+                    lease = seen[group] = Seen(holder, until)
+                    if shown is not None:
+                        shown(lease)
             if not pending and not first.done():
                 first.set_result(None)
 
@@ -198,7 +202,7 @@ class Leases:
             raise
         return reader.stop
 
-    async def _watch_plain(self, seen: dict[str, Seen]) -> Callable[[], Awaitable[None]]:
+    async def _watch_plain(self, seen: dict[str, Seen], shown: Callable[[Seen], None] | None) -> Callable[[], Awaitable[None]]:
         """``watch`` through nats-py's key watcher (an ordered consumer, a queue and a task)."""
         watcher = await self.bucket.watchall()
         first = asyncio.get_running_loop().create_future()
@@ -216,7 +220,9 @@ class Leases:
                     seen.pop(group, None)
                 else:
                     holder, until = _read(entry.value)
-                    seen[group] = Seen(holder, until)
+                    lease = seen[group] = Seen(holder, until)
+                    if shown is not None:
+                        shown(lease)
 
         task = asyncio.get_running_loop().create_task(take())
         await asyncio.wait([first, task], timeout=10, return_when=asyncio.FIRST_COMPLETED)
