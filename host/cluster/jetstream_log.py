@@ -90,9 +90,11 @@ process write to it again) and its messages are not sent again, but they are rea
 way once connected: those found resolve with their numbers (they are in the log every other
 process follows: told refused, their process would undo them), the others fail.
 
-**Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
+**Reading.** :meth:`read` gives the records after a sequence, in order (a consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
-AHP's ``reconnect`` with ``lastSeenServerSeq``. :meth:`follow` delivers every record from a
+AHP's ``reconnect`` with ``lastSeenServerSeq``. Every reading goes through
+``host.cluster.consumer.InOrder`` (in order, no gap, none twice, as nats-py's ordered consumer,
+without its flow-control poll four times a second for as long as the follower lives). :meth:`follow` delivers every record from a
 sequence on as it is stored, to a callback: how each process learns what the others appended;
 given filter subjects, only those the server matches (a process leaves out the streamed text of
 the sessions it does not serve: ``host.cluster.subjects``). :meth:`read_group` gives one group's
@@ -129,6 +131,7 @@ from nats.js.object_store import ObjectStore
 from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
 from host.cluster._wire import Batch, Sender, sender
+from host.cluster.consumer import HEARTBEAT, InOrder
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
@@ -341,7 +344,7 @@ class JetStreamLog:
             raise LogError(f"cannot create the JetStream stream {stream}: {error}") from error
         bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
         snapshots = await js.create_object_store(bucket=f"{stream}_SNAPSHOTS")
-        leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl)
+        leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl, stream=(js, f"{stream}_LEASES"))
         log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout,
                   fast_wire=fast_wire, duplicate_window=info.config.duplicate_window or 0)
         await log._wire.start()
@@ -890,22 +893,21 @@ class JetStreamLog:
         records: list[Record] = []
         done = asyncio.get_running_loop().create_future()
 
-        async def take(message: Msg) -> None:
-            record = self.decode(message)
-            if record.seq > since and (wanted is None or record.channel in wanted):
-                records.append(record)
-            if record.seq >= upto and not done.done():
+        def take(message: Msg, seq: int, pending: int) -> None:
+            if seq <= upto:
+                record = self.decode(message)
+                if wanted is None or record.channel in wanted:
+                    records.append(record)
+            if (seq >= upto or not pending) and not done.done():
                 done.set_result(None)
 
-        subscription = await self.js.subscribe(self.subjects.all, cb=take, ordered_consumer=True,
-                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        reader = await InOrder.open(self.js, self.stream, self.subjects.all, take, start=since + 1)
         try:
             await asyncio.wait_for(done, self.timeout + upto - since)
         except TimeoutError as error:
             raise LogUnavailable(f"reading the log after {since} did not finish") from error
         finally:
-            await subscription.unsubscribe()
+            await reader.stop()
         return records
 
     async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None],
@@ -919,7 +921,7 @@ class JetStreamLog:
         groups: dict[str, str] = {}
         prefix = len(self.subjects.prefix) + 1
 
-        async def take(message: Msg) -> None:
+        def take(message: Msg, seq: int, pending: int) -> Awaitable[None] | None:
             if skip is not None:
                 group_token, _, channel_token = message.subject[prefix:].partition(".")
                 group = groups.get(group_token)
@@ -928,15 +930,12 @@ class JetStreamLog:
                     if len(groups) > 65536:
                         groups.clear()
                 if channel_token != MARKER_TOKEN and skip(group):
-                    return
-            result = callback(self.decode(message))
-            if result is not None:
-                await result
+                    return None
+            return callback(self.decode(message))
 
-        config = api.ConsumerConfig(opt_start_seq=since + 1, filter_subjects=list(subjects) if subjects else None)
-        subscription = await self.js.subscribe(self.subjects.all, stream=self.stream, cb=take, ordered_consumer=True,
-                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, config=config)
-        return subscription.unsubscribe
+        reader = await InOrder.open(self.js, self.stream, self.subjects.all, take, start=since + 1,
+                                    filter_subjects=list(subjects) if subjects else None, heartbeat=HEARTBEAT)
+        return reader.stop
 
     async def read_group(self, group: str, since: int, upto: int) -> list[Record]:
         """The records of ``group`` after ``since`` up to ``upto``, in order (the server sends only
@@ -953,26 +952,23 @@ class JetStreamLog:
 
     async def _scan(self, group: str, since: int, end: int, each: Callable[[Msg, int], object]) -> None:
         """Hand ``each(message, sequence)`` the messages of ``group`` after ``since`` up to ``end``
-        (its last sequence, read before), in order, through an ordered consumer that only the
-        group's subjects reach; ``LogUnavailable`` if they do not all come in time."""
+        (its last sequence, read before), in order, through a consumer that only the group's
+        subjects reach (``host.cluster.consumer``); ``LogUnavailable`` if they do not all come in time."""
         done = asyncio.get_running_loop().create_future()
 
-        async def take(message: Msg) -> None:
-            seq = message.metadata.sequence.stream
+        def take(message: Msg, seq: int, pending: int) -> None:
             if since < seq <= end:
                 each(message, seq)
-            if (seq >= end or not message.metadata.num_pending) and not done.done():
+            if (seq >= end or not pending) and not done.done():
                 done.set_result(None)
 
-        subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
-                                               ordered_consumer=True, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        reader = await InOrder.open(self.js, self.stream, self.subjects.group_filter(group), take, start=since + 1)
         try:
             await asyncio.wait_for(done, self.timeout + (end - since) / 1000)
         except TimeoutError as error:
             raise LogUnavailable(f"reading {group} after {since} did not finish") from error
         finally:
-            await subscription.unsubscribe()
+            await reader.stop()
 
     def decode(self, message: Msg) -> Record:
         """A message of the stream as a :class:`Record`."""

@@ -32,15 +32,25 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from host.cluster.consumer import HEARTBEAT, InOrder
 from host.cluster.subjects import token, untoken
 
 __all__ = ["DEFAULT_TTL", "Lease", "Leases", "Seen", "lapsed"]
 
 _WRONG_LAST_SEQUENCE = 10071
 """The server's error code for a write whose expected last revision is not the last."""
+
+_KV_OPERATION = "KV-Operation"
+_GONE = frozenset({"DEL", "PURGE"})
+"""A key's change that removes it (the header's values of a delete and a purge)."""
+_MARKER_REASON = "Nats-Marker-Reason"
+_EXPIRED = frozenset({"MaxAge", "Purge", "Remove"})
+"""A marker the server places (nats-server 2.11+) when a key expires or is removed: gone too."""
 
 DEFAULT_TTL = 6.0
 """Seconds a lease lasts unrenewed: a killed holder's groups are taken over within this (plus the
@@ -77,11 +87,14 @@ class Leases:
     """The leases of one bucket, taken and renewed as ``holder``."""
 
     def __init__(self, bucket: KeyValue, holder: str, ttl: float = DEFAULT_TTL,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, stream: tuple[JetStreamContext, str] | None = None) -> None:
         self.bucket = bucket
         self.holder = holder
         self.ttl = ttl
         self._clock = clock
+        self.stream = stream
+        """The JetStream context and the bucket's name, for :meth:`watch` to read the bucket's
+        stream itself; None: through nats-py's key watcher."""
 
     def _value(self) -> tuple[bytes, float]:
         until = self._clock() + self.ttl
@@ -142,10 +155,55 @@ class Leases:
         """The clock leases are read on (wall-clock seconds)."""
         return self._clock()
 
-    async def watch(self, seen: dict[str, Seen]) -> Callable[[], Awaitable[None]]:
+    async def watch(self, seen: dict[str, Seen],
+                    shown: Callable[[Seen], None] | None = None) -> Callable[[], Awaitable[None]]:
         """Keep ``seen`` (``{group: Seen}``) equal to the bucket's leases from now on: filled with
         every lease in force or lapsed once this returns, then changed as the bucket changes (a
-        released lease leaves it). Returns the coroutine function that stops watching."""
+        released lease leaves it); ``shown(lease)`` (when given) is called with each lease put in
+        it. Returns the coroutine function that stops watching.
+
+        Read from the bucket's stream (``KV_<bucket>``, a key's changes on ``$KV.<bucket>.<key>``)
+        through ``host.cluster.consumer.InOrder`` when the leases know it (``stream``): no
+        flow-control poll four times a second, no queue and task between the messages and
+        ``seen``. Otherwise (``stream`` None: the plain way) through nats-py's own key watcher."""
+        if self.stream is None:
+            return await self._watch_plain(seen, shown)
+        js, name = self.stream
+        prefix = f"$KV.{name}."
+        cut = len(prefix)
+        first = asyncio.get_running_loop().create_future()
+
+        def take(message: Msg, seq: int, pending: int) -> None:
+            group = untoken(message.subject[cut:])
+            if group is not None:
+                headers = message.headers
+                if headers and (headers.get(_KV_OPERATION) in _GONE or headers.get(_MARKER_REASON) in _EXPIRED):
+                    seen.pop(group, None)
+                else:
+                    holder, until = _read(message.data)
+                    lease = seen[group] = Seen(holder, until)
+                    if shown is not None:
+                        shown(lease)
+            if not pending and not first.done():
+                first.set_result(None)
+
+        reader = await InOrder.open(js, f"KV_{name}", f"{prefix}>", take, last_per_subject=True, heartbeat=HEARTBEAT)
+        try:
+            subscription = reader.subscription
+            if subscription is not None:
+                info = await subscription.consumer_info()
+                if not info.num_pending and not subscription.delivered and not first.done():
+                    first.set_result(None)  # (an empty bucket: no message says the leases are all in)
+            await asyncio.wait_for(asyncio.shield(first), 10)
+        except TimeoutError:
+            pass  # (as before: watched on, filled as the messages come)
+        except BaseException:
+            await reader.stop()
+            raise
+        return reader.stop
+
+    async def _watch_plain(self, seen: dict[str, Seen], shown: Callable[[Seen], None] | None) -> Callable[[], Awaitable[None]]:
+        """``watch`` through nats-py's key watcher (an ordered consumer, a queue and a task)."""
         watcher = await self.bucket.watchall()
         first = asyncio.get_running_loop().create_future()
 
@@ -162,7 +220,9 @@ class Leases:
                     seen.pop(group, None)
                 else:
                     holder, until = _read(entry.value)
-                    seen[group] = Seen(holder, until)
+                    lease = seen[group] = Seen(holder, until)
+                    if shown is not None:
+                        shown(lease)
 
         task = asyncio.get_running_loop().create_task(take())
         await asyncio.wait([first, task], timeout=10, return_when=asyncio.FIRST_COMPLETED)

@@ -68,9 +68,38 @@ def test_a_lease_another_process_let_lapse_is_free_to_take_and_one_in_force_or_o
     assert lapsed(seen, 100.0, "me") == ["a", "d"]
 
 
-async def test_a_watch_shows_every_lease_as_the_bucket_holds_it_and_forgets_a_released_one(bucket: KeyValue) -> None:
+def _watcher(bucket: KeyValue, way: str, clock: Clock) -> Leases:
+    """A ``Leases`` that watches through the bucket's stream (``consumer``: the log's way) or through
+    nats-py's key watcher (``plain``: the fallback)."""
+    stream = (bucket._js, "LEASES") if way == "consumer" else None
+    return Leases(bucket, "watcher", clock=clock, stream=stream)
+
+
+@pytest.mark.parametrize("way", ["consumer", "plain"])
+async def test_a_watch_of_an_empty_bucket_returns_at_once_and_shows_a_lease_taken_later(bucket: KeyValue, way: str) -> None:
     clock = Clock()
-    holder, watcher = Leases(bucket, "holder", ttl=6, clock=clock), Leases(bucket, "watcher", clock=clock)
+    watcher = _watcher(bucket, way, clock)
+    seen: dict[str, Seen] = {}
+    stop = await asyncio.wait_for(watcher.watch(seen), 5)
+    try:
+        assert seen == {}
+        assert isinstance(await Leases(bucket, "holder", ttl=6, clock=clock).acquire(GROUP), Lease)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.02)
+        assert seen == {GROUP: Seen("holder", 1006.0)}
+    finally:
+        await stop()
+
+
+@pytest.mark.parametrize("way", ["consumer", "plain"])
+async def test_a_watch_shows_every_lease_as_the_bucket_holds_it_and_forgets_a_released_one(bucket: KeyValue, way: str) -> None:
+    clock = Clock()
+    holder, watcher = Leases(bucket, "holder", ttl=6, clock=clock), _watcher(bucket, way, clock)
+    released = await Leases(bucket, "gone", ttl=6, clock=clock).acquire("ahp-session:/gone")
+    assert isinstance(released, Lease)
+    await Leases(bucket, "gone", ttl=6, clock=clock).release(released)  # (a delete in the bucket's history)
     lease = await holder.acquire(GROUP)
     assert isinstance(lease, Lease)
     seen: dict[str, Seen] = {}
