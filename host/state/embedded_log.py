@@ -147,14 +147,11 @@ class EmbeddedLog:
         self._replay_channels: deque[str] = deque(maxlen=replay_capacity)
         self._replay_texts: deque[str] = deque(maxlen=replay_capacity)
         """The replay window, oldest first: each envelope's channel and JSON, in two deques side by
-        side, the newest's serverSeq ``_replay_last`` (the window is contiguous, so the others'
-        follow). Strings, and no container per envelope: each envelope kept as dicts was walked by
+        side. It is contiguous and, unless empty, ends at ``seq``, so the serverSeqs follow. Strings, and no container per envelope: each envelope kept as dicts was walked by
         every young and middle collection it lived through, at a model's pace tens of thousands of
         them, in pauses of the whole event loop (``benchmarks/README.md``, "Capacity: where a tick
         goes"), and a tuple per envelope was walked by one (``benchmarks/README.md``, "The collector
         while streaming, third round"). ``replay`` parses what it returns."""
-        self._replay_last = 0
-        """The serverSeq of the newest envelope in the replay window."""
         self._replay_chars = replay_chars
         self._replay_size = 0
         """Characters the replay window holds."""
@@ -217,7 +214,6 @@ class EmbeddedLog:
                 self._replay_size -= len(texts[0])  # the deques drop their oldest as they append
             texts.append(envelope_json)
             self._replay_channels.append(channel)
-            self._replay_last = seq
             self._replay_size += len(envelope_json)
             while self._replay_size > self._replay_chars and len(texts) > 1:
                 self._replay_size -= len(texts.popleft())
@@ -471,7 +467,7 @@ class EmbeddedLog:
     def replay_window(self) -> list[tuple[int, str, str]]:
         """The replay window as ``(serverSeq, channel, the envelope's JSON)``, oldest first: a copy,
         for readers outside the streaming path (tests, tools)."""
-        first = self._replay_last - len(self._replay_texts) + 1
+        first = self.seq - len(self._replay_texts) + 1
         return [(first + index, channel, text)
                 for index, (channel, text) in enumerate(zip(self._replay_channels, self._replay_texts))]
 
@@ -481,7 +477,7 @@ class EmbeddedLog:
         if since > self.seq:
             return None
         texts = self._replay_texts
-        first = self._replay_last - len(texts) + 1
+        first = self.seq - len(texts) + 1
         if since < self.seq:
             if not texts or first > since + 1:
                 return None
@@ -492,7 +488,8 @@ class EmbeddedLog:
 
     def _remember(self, seq: int, channel: str, envelope_json: str) -> None:
         """Add an envelope's JSON to the replay window, dropping the oldest past its count or
-        characters (the newest always stays). ``seq`` follows the window's newest (or it is empty)."""
+        characters (the newest always stays). ``seq`` is ``self.seq``, and follows the window's
+        newest (or the window is empty)."""
         texts = self._replay_texts
         if texts.maxlen == 0:
             return
@@ -500,7 +497,6 @@ class EmbeddedLog:
             self._replay_size -= len(texts[0])
         texts.append(envelope_json)
         self._replay_channels.append(channel)
-        self._replay_last = seq
         self._replay_size += len(envelope_json)
         while self._replay_size > self._replay_chars and len(texts) > 1:
             self._replay_size -= len(texts.popleft())
@@ -528,6 +524,9 @@ class EmbeddedLog:
         if journal is None:
             return None
         snapshot = journal.latest_snapshot(raw_kinds=frozenset({"chat"}))
+        self._replay_texts.clear()  # ``seq`` moves on below: a window must end at it (filled again at the end)
+        self._replay_channels.clear()
+        self._replay_size = 0
         upto = 0
         if snapshot is not None:
             upto = snapshot.upto
@@ -548,7 +547,6 @@ class EmbeddedLog:
         recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
         self._replay_texts.clear()
         self._replay_channels.clear()
-        self._replay_last = 0
         self._replay_size = 0
         for seq, channel, envelope in self._contiguous(recent):
             self._remember(seq, channel, action_frame(envelope)[0])
