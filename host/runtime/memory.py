@@ -18,9 +18,14 @@ process). The pauses measured, and the thresholds tried, are in ``benchmarks/REA
   holds a few hundred live containers (coroutines, async generators, request objects, tool
   definitions), so most young objects survive a young collection and are walked again by the next
   generation's; frequent young collections and a middle one every second young one gave the
-  shortest longest pause at the same collector time. Full collections stay rare (the collector also
-  waits for the old generation to grow by a quarter), and walk only what is not frozen: the stored
-  states are mostly leaf dicts the collector untracks.
+  shortest longest pause at the same collector time. What a collection walks grows with the time
+  since the last one (what turns starting and streaming keep alive meanwhile), and the young
+  threshold counts containers kept: once a streamed chunk kept none in the journal or the replay
+  window, 2,000 of them took 1.5 times as long and the longest middle collection grew by as much,
+  so the young threshold went to 1,000 (``benchmarks/README.md``, "The collector while streaming,
+  third round"). Full collections stay rare (the collector also waits for the old generation to
+  grow by a quarter), and walk only what is not frozen: the stored states are mostly leaf dicts
+  the collector untracks.
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
   session is created) with the collector held off, then freezes what it created. Done once per
   import function per process. :func:`import_ahead` is the same for an import made before its
@@ -49,8 +54,8 @@ __all__ = ["GC_THRESHOLDS", "import_ahead", "import_out_of_sight", "settle", "st
 
 logger = logging.getLogger(__name__)
 
-GC_THRESHOLDS = (2_000, 2, 100)
-"""Young collections every 2,000 net allocations of containers, a middle one every second young one
+GC_THRESHOLDS = (1_000, 2, 100)
+"""Young collections every 1,000 net allocations of containers, a middle one every second young one
 (CPython's default: 700, 10, 10)."""
 
 _lock = threading.Lock()

@@ -48,6 +48,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from itertools import islice
 from typing import Any, TypeVar
 
 from ahp.jsonrpc import action_frame
@@ -143,12 +144,14 @@ class EmbeddedLog:
         self._snapshot_chars = snapshot_chars
         self._wal_checkpoint_bytes = wal_checkpoint_bytes
         self._wal_limit_bytes = wal_limit_bytes
-        self.replay_window: deque[tuple[int, str, str]] = deque(maxlen=replay_capacity)
-        """``(serverSeq, channel, the envelope's JSON)``, oldest first. Text rather than the envelope's
-        dicts: a tuple of a number and two strings is one the cyclic collector stops tracking, while
-        each envelope kept as dicts was walked by every young and middle collection it lived through,
-        at a model's pace tens of thousands of them, in pauses of the whole event loop
-        (``benchmarks/README.md``, "Capacity: where a tick goes"). ``replay`` parses what it returns."""
+        self._replay_channels: deque[str] = deque(maxlen=replay_capacity)
+        self._replay_texts: deque[str] = deque(maxlen=replay_capacity)
+        """The replay window, oldest first: each envelope's channel and JSON, in two deques side by
+        side. It is contiguous and, unless empty, ends at ``seq``, so the serverSeqs follow. Strings, and no container per envelope: each envelope kept as dicts was walked by
+        every young and middle collection it lived through, at a model's pace tens of thousands of
+        them, in pauses of the whole event loop (``benchmarks/README.md``, "Capacity: where a tick
+        goes"), and a tuple per envelope was walked by one (``benchmarks/README.md``, "The collector
+        while streaming, third round"). ``replay`` parses what it returns."""
         self._replay_chars = replay_chars
         self._replay_size = 0
         """Characters the replay window holds."""
@@ -205,14 +208,16 @@ class EmbeddedLog:
                     self._tick_armed = True
                     loop.call_soon(self._end_of_tick)
         # ``_remember``, inlined: this runs for every streamed token.
-        replay = self.replay_window
-        if replay.maxlen != 0:
-            if len(replay) == replay.maxlen:
-                self._replay_size -= len(replay.popleft()[2])
-            replay.append((seq, channel, envelope_json))
+        texts = self._replay_texts
+        if texts.maxlen != 0:
+            if len(texts) == texts.maxlen:
+                self._replay_size -= len(texts[0])  # the deques drop their oldest as they append
+            texts.append(envelope_json)
+            self._replay_channels.append(channel)
             self._replay_size += len(envelope_json)
-            while self._replay_size > self._replay_chars and len(replay) > 1:
-                self._replay_size -= len(replay.popleft()[2])
+            while self._replay_size > self._replay_chars and len(texts) > 1:
+                self._replay_size -= len(texts.popleft())
+                self._replay_channels.popleft()
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
@@ -458,29 +463,44 @@ class EmbeddedLog:
 
     # -- the replay window ---------------------------------------------------------------------
 
+    @property
+    def replay_window(self) -> list[tuple[int, str, str]]:
+        """The replay window as ``(serverSeq, channel, the envelope's JSON)``, oldest first: a copy,
+        for readers outside the streaming path (tests, tools)."""
+        first = self.seq - len(self._replay_texts) + 1
+        return [(first + index, channel, text)
+                for index, (channel, text) in enumerate(zip(self._replay_channels, self._replay_texts))]
+
     def replay(self, since: int, channels: Iterable[str]) -> list[dict[str, Any]] | None:
         """Envelopes on ``channels`` with serverSeq > since, or None when the window has a gap (each
         parsed again from the JSON its frame carried: a new dict, equal to the one dispatched)."""
         if since > self.seq:
             return None
+        texts = self._replay_texts
+        first = self.seq - len(texts) + 1
         if since < self.seq:
-            if not self.replay_window or self.replay_window[0][0] > since + 1:
+            if not texts or first > since + 1:
                 return None
         wanted = channels if isinstance(channels, (set, frozenset)) else set(channels)
-        return [json.loads(text) for seq, channel, text in self.replay_window if seq > since and channel in wanted]
+        skip = max(0, since + 1 - first)
+        return [json.loads(text) for channel, text in islice(zip(self._replay_channels, texts), skip, None)
+                if channel in wanted]
 
     def _remember(self, seq: int, channel: str, envelope_json: str) -> None:
         """Add an envelope's JSON to the replay window, dropping the oldest past its count or
-        characters (the newest always stays)."""
-        replay = self.replay_window
-        if replay.maxlen == 0:
+        characters (the newest always stays). ``seq`` is ``self.seq``, and follows the window's
+        newest (or the window is empty)."""
+        texts = self._replay_texts
+        if texts.maxlen == 0:
             return
-        if len(replay) == replay.maxlen:
-            self._replay_size -= len(replay.popleft()[2])
-        replay.append((seq, channel, envelope_json))
+        if len(texts) == texts.maxlen:
+            self._replay_size -= len(texts[0])
+        texts.append(envelope_json)
+        self._replay_channels.append(channel)
         self._replay_size += len(envelope_json)
-        while self._replay_size > self._replay_chars and len(replay) > 1:
-            self._replay_size -= len(replay.popleft()[2])
+        while self._replay_size > self._replay_chars and len(texts) > 1:
+            self._replay_size -= len(texts.popleft())
+            self._replay_channels.popleft()
 
     def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
         """The newest run of consecutive seqs of ``items`` (sorted) ending at ``self.seq``."""
@@ -504,6 +524,9 @@ class EmbeddedLog:
         if journal is None:
             return None
         snapshot = journal.latest_snapshot(raw_kinds=frozenset({"chat"}))
+        self._replay_texts.clear()  # ``seq`` moves on below: a window must end at it (filled again at the end)
+        self._replay_channels.clear()
+        self._replay_size = 0
         upto = 0
         if snapshot is not None:
             upto = snapshot.upto
@@ -518,11 +541,12 @@ class EmbeddedLog:
             body = json.loads(item.body or "{}") if item.kind != "removed" else None
             yield LogRecord(item.kind, item.channel, item.seq, item.now, body)  # type: ignore[arg-type]  # the journal's three kinds
         recent: list[tuple[int, str, dict[str, Any]]] = []
-        for item in journal.recent_actions(self.replay_window.maxlen or 0):
+        for item in journal.recent_actions(self._replay_texts.maxlen or 0):
             for envelope in expand(json.loads(item.body or "{}")):
                 recent.append((envelope["serverSeq"], item.channel, envelope))
         recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
-        self.replay_window.clear()
+        self._replay_texts.clear()
+        self._replay_channels.clear()
         self._replay_size = 0
         for seq, channel, envelope in self._contiguous(recent):
             self._remember(seq, channel, action_frame(envelope)[0])
@@ -612,7 +636,7 @@ class EmbeddedLog:
         yield from journal.write_planned(upto, seq, pieces, removed)
         self.snapshotting = False
         yield
-        yield from journal.prune(upto, self.replay_window.maxlen or 0, self._replay_chars)
+        yield from journal.prune(upto, self._replay_texts.maxlen or 0, self._replay_chars)
         # Their turns now have rows to be read back from.
         self._source.snapshot_written([uri for uri, (_, plan, *_) in pieces.items() if plan.turns is not None])
 

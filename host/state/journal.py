@@ -179,6 +179,41 @@ def _insert_texts(rows: int) -> str:
     """``_INSERT_TEXT`` for ``rows`` rows at once."""
     return _INSERT_TEXT + ", (?, ?, ?, ?)" * (rows - 1)
 
+
+_TAIL_ROW = 4
+"""Values a ``run_texts`` row takes in the tail's flat list (``Journal._tail_values``): its entry,
+its seq, its marks' JSON text, or None for a single piece whose marks are ``[[seq, len(content)]]``
+(nearly every row at a model's pace: written out only when the row goes to SQLite, mostly by the
+settling worker), and its content. A row held as a tuple with its marks a list of tuples (three
+containers a streamed chunk, alive until the tail settles) was the largest part of what each young
+collection walked while hundreds of sessions streamed (``benchmarks/README.md``, "The collector
+while streaming, third round")."""
+
+
+def _tail_row_values(values: list[Any]) -> list[Any]:
+    """The tail's flat rows (``_TAIL_ROW``) as ``_INSERT_TEXT``'s parameters, in the same order: a
+    new list, each single piece's marks written out."""
+    out = values.copy()
+    dumps = orjson.dumps  # (writes ints faster than ``str`` does, or SQLite's ``||``, and the same text)
+    out[2::_TAIL_ROW] = [dumps(((seq, len(content)),)).decode() if marks is None else marks
+                         for seq, marks, content in zip(values[1::_TAIL_ROW], values[2::_TAIL_ROW], values[3::_TAIL_ROW])]
+    return out
+
+
+def _flat_rows(texts: list[tuple[Any, ...]]) -> Iterator[Any]:
+    """``run_texts`` rows ``(entry, seq, marks, content)``, marks a list, as the tail's flat values."""
+    dumps = orjson.dumps
+    for entry, seq, marks, content in texts:
+        yield entry
+        yield seq
+        yield dumps(marks).decode()
+        yield content
+
+
+def _size_of(is_action: bool, size: int) -> int:
+    """An entry's characters and whether it is an action, as one int (``Journal._sizes``)."""
+    return size << 1 | is_action
+
 TAIL_BYTES = 1 << 20
 """Most bytes the tail file holds before its commit goes to SQLite, settling it. The log settles it
 sooner, at ``TAIL_SETTLE_BYTES``, once a worker thread has written its rows (``settle_rows``): this
@@ -386,8 +421,10 @@ class Journal:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         except OSError as error:
             raise JournalError(f"cannot open the journal's tail at {path}-tail: {error}") from error
-        self._tail_texts: list[tuple[Any, ...]] = []
-        """``run_texts`` rows the tail holds and SQLite does not yet, oldest first."""
+        self._tail_values: list[Any] = []
+        """``run_texts`` rows the tail holds and SQLite does not yet, oldest first, flat: four values
+        a row (``_TAIL_ROW``), never a container per row, so the cyclic collector has nothing of
+        them to walk (``_tail_row_values``)."""
         self._tail_holds = False
         """The tail holds records since it was last started (some may be in SQLite already)."""
         self.tail_bytes = 0
@@ -410,9 +447,11 @@ class Journal:
         """Entries appended since the last ``flush`` (rows in ``transaction_rows`` and runs in
         ``_to_append``; read-only outside): an attribute, not a property, as it is read for every
         streamed token."""
-        self._sizes: dict[int, tuple[bool, int]] = {}
-        """Entry id → (is an action, characters with its ``run_texts``), for the entries this process
-        wrote or read: pruning measures its steps and the replay window with it, without reading rows."""
+        self._sizes: dict[int, int] = {}
+        """Entry id → its characters with its ``run_texts`` times two, plus one for an action
+        (``_size_of``), for the entries this process wrote or read: pruning measures its steps and
+        the replay window with it, without reading rows. One int, not a pair: a streamed chunk
+        replaces its run's, and a new tuple each time was one more container for the collector."""
         self._sizes_sorted = True
         self._part_sizes: dict[int, int] = {}
         """State part id → characters, for the parts this process wrote or read."""
@@ -495,10 +534,10 @@ class Journal:
             content = pieces[0]
             seq = run.seqs[0]
             size = len(content)
-            text = (run.row_id, seq, [(seq, size)], content)
+            row_id = run.row_id
             if not settle and not self.transaction_rows and size <= TAIL_COMMIT_CHARS:
                 # The tail's record of it, as below, with ``_appended`` inlined (once per commit).
-                line = orjson.dumps((text,))
+                line = orjson.dumps(((row_id, seq, ((seq, size),), content),))
                 record = b"%08x%b\n" % (zlib.crc32(line), line)
                 tail_bytes = self.tail_bytes + len(record)
                 if tail_bytes <= TAIL_BYTES:
@@ -508,16 +547,17 @@ class Journal:
                         raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
                     self.tail_bytes = tail_bytes
                     self._tail_holds = True
-                    self._tail_texts.append(text)
-                    run.pieces, run.seqs = [], []  # ``used_up()``
+                    self._tail_values += (row_id, seq, None, content)  # marks None: one piece (``_TAIL_ROW``)
+                    pieces.clear()  # ``used_up()``, the run's lists kept: no new containers a chunk
+                    run.seqs.clear()
                     run.queued = False
-                    known = self._sizes.get(run.row_id)  # type: ignore[arg-type]  # a queued run's head is written
+                    known = self._sizes.get(row_id)  # type: ignore[arg-type]  # a queued run's head is written
                     if known is not None:
-                        self._sizes[run.row_id] = (True, known[1] + 16 + size)  # type: ignore[index]
+                        self._sizes[row_id] = known + 2 * (16 + size)  # type: ignore[index]  # ``_size_of``
                     to_append.clear()
                     self.pending = 0
                     return False
-            texts = [text]
+            texts = [(row_id, seq, [(seq, size)], content)]
         else:
             texts = [run.more() for run in to_append]
         if not settle and not self.transaction_rows and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
@@ -532,7 +572,7 @@ class Journal:
                     raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
                 self.tail_bytes += len(record)
                 self._tail_holds = True
-                self._tail_texts.extend(texts)
+                self._tail_values.extend(_flat_rows(texts))
                 self._appended(texts)
                 self.pending = 0
                 return False
@@ -552,10 +592,11 @@ class Journal:
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
             # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
-            if self._tail_texts or texts:  # (a turn's start and end have none: no statement to run)
-                dumps = orjson.dumps
-                self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
-                                                    for entry, seq, marks, content in (*self._tail_texts, *texts)])
+            if self._tail_values or texts:  # (a turn's start and end have none: no statement to run)
+                values = _tail_row_values(self._tail_values)
+                values.extend(_flat_rows(texts))
+                rows = iter(values)
+                self._db.executemany(_INSERT_TEXT, zip(rows, rows, rows, rows))
             if settling:
                 self._next_generation()
             self._db.execute("COMMIT")
@@ -569,7 +610,7 @@ class Journal:
             if isinstance(item, _Run):
                 item.written()
         for row_id, is_action, size in sizes:
-            self._sizes[row_id] = (is_action, size)
+            self._sizes[row_id] = _size_of(is_action, size)
         self._appended(texts)
         self.transaction_rows.clear()
         self.pending = 0
@@ -578,15 +619,16 @@ class Journal:
     @property
     def unsettled(self) -> int:
         """Rows the tail holds that SQLite does not yet."""
-        return len(self._tail_texts)
+        return len(self._tail_values) // _TAIL_ROW
 
-    def rows_to_settle(self) -> tuple[int, list[tuple[Any, ...]]]:
-        """The tail's generation and the rows it holds that SQLite does not, oldest first: for
-        ``settle_rows`` (in a worker thread), then ``rows_settled`` with both."""
-        return self._generation, list(self._tail_texts)
+    def rows_to_settle(self) -> tuple[int, list[Any]]:
+        """The tail's generation and the rows it holds that SQLite does not, oldest first, flat
+        (``_TAIL_ROW`` values a row): for ``settle_rows`` (in a worker thread), then
+        ``rows_settled`` with the generation and how many of the values it wrote."""
+        return self._generation, list(self._tail_values)
 
-    def settle_rows(self, rows: list[tuple[Any, ...]]) -> None:
-        """Write ``rows`` (from ``rows_to_settle``) into SQLite, from any thread, on a connection of
+    def settle_rows(self, rows: list[Any]) -> None:
+        """Write ``rows`` (from ``rows_to_settle``, or whole rows of its start) into SQLite, from any thread, on a connection of
         its own, in one transaction. Nothing becomes durable here: the rows were, in the tail,
         which keeps them (and its generation) until its settle; killed meanwhile, the journal
         recovers the tail whole, the rows already in SQLite ignored (``_INSERT_TEXT``). They are
@@ -594,7 +636,6 @@ class Journal:
         of the event loop's waits for this one (SQLite's busy timeout), then skips these rows.
         The rows' parameters are made one at a time as SQLite asks, and SQLite's work releases
         the GIL, so the event loop's thread runs between rows."""
-        dumps = orjson.dumps
         try:
             # mode=rw: a journal closed and deleted meanwhile is not created again.
             with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None)) as db:
@@ -605,15 +646,15 @@ class Journal:
                     # Many rows a statement: SQLite's work releases the GIL once a statement, and
                     # a release the event loop's thread waits on hands the GIL over (a row a
                     # statement cost a streamed chunk some 4,000 instructions of such handing).
-                    flat = [value for entry, seq, marks, content in rows
-                            for value in (entry, seq, dumps(marks).decode(), content)]
-                    whole = len(rows) - len(rows) % _SETTLE_ROWS_A_STATEMENT
+                    flat = _tail_row_values(rows)
+                    count = len(flat) // _TAIL_ROW
+                    whole = count - count % _SETTLE_ROWS_A_STATEMENT
                     width = 4 * _SETTLE_ROWS_A_STATEMENT
                     if whole:
                         db.executemany(_insert_texts(_SETTLE_ROWS_A_STATEMENT),
                                        (flat[start:start + width] for start in range(0, 4 * whole, width)))
-                    if whole < len(rows):
-                        db.execute(_insert_texts(len(rows) - whole), flat[4 * whole:])
+                    if whole < count:
+                        db.execute(_insert_texts(count - whole), flat[4 * whole:])
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
@@ -622,11 +663,11 @@ class Journal:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
 
     def rows_settled(self, generation: int, count: int) -> None:
-        """``settle_rows`` wrote the ``count`` oldest rows ``rows_to_settle`` gave at ``generation``:
-        SQLite holds them (unless the tail was settled and started again meanwhile, which wrote
-        them itself)."""
+        """``settle_rows`` wrote the ``count`` oldest values (whole rows) ``rows_to_settle`` gave at
+        ``generation``: SQLite holds them (unless the tail was settled and started again
+        meanwhile, which wrote them itself)."""
         if generation == self._generation:
-            del self._tail_texts[:count]
+            del self._tail_values[:count]
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""
@@ -636,7 +677,7 @@ class Journal:
         for row_id, _seq, marks, content in texts:
             known = self._sizes.get(row_id)
             if known is not None:
-                self._sizes[row_id] = (True, known[1] + 16 * len(marks) + len(content))  # the marks' JSON, near enough
+                self._sizes[row_id] = known + 2 * (16 * len(marks) + len(content))  # the marks' JSON, near enough
         self._to_append.clear()
 
     def _insert_plain(self, plain: list[tuple[Any, ...]], sizes: list[tuple[int, bool, int]]) -> None:
@@ -664,7 +705,7 @@ class Journal:
             os.write(self._tail, header)
         except OSError as error:
             raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
-        self._tail_texts.clear()
+        self._tail_values.clear()
         self._tail_holds = False
         self.tail_bytes = len(header)
 
@@ -689,7 +730,7 @@ class Journal:
         with self._transaction():
             self._db.executemany(_INSERT_TEXT, texts)
             self._next_generation()
-        self._tail_texts = []
+        self._tail_values = []
         self._restart_tail()
 
     def end_runs(self) -> None:
@@ -836,7 +877,7 @@ class Journal:
                 chars, last = 0, ids[0]
                 for row_id in ids:
                     known = self._sizes.get(row_id)
-                    size = known[1] if known is not None else _UNKNOWN_ROW_CHARS
+                    size = known >> 1 if known is not None else _UNKNOWN_ROW_CHARS
                     if chars and chars + size > PRUNE_STEP_CHARS:
                         break
                     chars, last = chars + size, row_id
@@ -894,9 +935,10 @@ class Journal:
         start = self._db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
         count = chars = 0
         for row_id in reversed(self._sizes):
-            is_action, size = self._sizes[row_id]
-            if not is_action:
+            known = self._sizes[row_id]
+            if not known & 1:  # not an action (``_size_of``)
                 continue
+            size = known >> 1
             count, chars = count + 1, chars + size
             if count > keep_actions or (keep_chars is not None and chars > keep_chars and count > 1):
                 break
@@ -1035,7 +1077,7 @@ class Journal:
     def _remember(self, entry_id: int, is_action: bool, size: int) -> None:
         if self._sizes and entry_id < next(reversed(self._sizes)):
             self._sizes_sorted = False
-        self._sizes[entry_id] = (is_action, size)
+        self._sizes[entry_id] = _size_of(is_action, size)
 
     def close(self) -> None:
         try:

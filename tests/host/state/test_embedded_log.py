@@ -160,10 +160,21 @@ def test_the_replay_window_keeps_the_frames_json_and_leaves_the_collector_nothin
                    origin={"clientId": "c", "clientSeq": n}) for n in range(50)]
     frames = [json.loads(action_frame(envelope)[1])["params"] for envelope in sent]
     sent[10]["action"]["content"] = "changed after it was sent"  # what a client got is what it is replayed
+    envelopes = [{"channel": CHAT, "action": {"type": "chat/delta", "turnId": "t", "partId": "p", "content": f"more {n}"},
+                  "serverSeq": 0, "origin": {"clientId": "c", "clientSeq": 50 + n}} for n in range(1_000)]
     gc.collect()
-    assert not any(gc.is_tracked(entry) for entry in log.replay_window)
+    gc.disable()  # (the count of containers allocated still grows; no collection resets it)
+    try:
+        before = gc.get_count()[0]
+        for envelope in envelopes:
+            log.append(CHAT, 1, envelope)
+        kept = gc.get_count()[0] - before
+    finally:
+        gc.enable()
+    assert kept < 10  # a thousand envelopes kept: no container of the window's per envelope for a collection to walk
     replayed = log.replay(0, [CHAT])
-    assert replayed == frames and replayed[10]["action"]["content"] == "word 10"
+    assert replayed[:50] == frames and replayed[10]["action"]["content"] == "word 10"
+    assert [envelope["serverSeq"] for envelope in replayed] == list(range(1, 1_051))
     assert replayed[0] is not log.replay(0, [CHAT])[0]  # each reconnect gets dicts of its own
 
 

@@ -3,6 +3,8 @@ the process being killed (SIGKILL), a torn last record is left out, and settling
 
 from __future__ import annotations
 
+import gc
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from host.state.journal import Journal
+from host.state.journal import RUN_LIMIT, Journal
 from tests.host.state.test_journal import A, chat_state, open_store, start_turn
 
 _STREAM_THEN_DIE = textwrap.dedent("""
@@ -151,7 +153,7 @@ _STREAM_SETTLE_THEN_DIE = _STREAM_THEN_DIE.replace(
         await durable
     journal = store.log.journal
     journal.settle_rows(journal.rows_to_settle()[1])  # a worker wrote them; killed before the tail is settled
-    print('tail', len(journal.rows_to_settle()[1]), flush=True)
+    print('tail', journal.unsettled, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)"""), "    "))
 
 
@@ -195,8 +197,8 @@ def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins
     assert journal.unsettled == 10
     reader = sqlite3.connect(path)
     generation, rows = journal.rows_to_settle()
-    journal.settle_rows(rows[:4])  # as a worker thread does
-    journal.rows_settled(generation, 4)
+    journal.settle_rows(rows[:4 * 4])  # as a worker thread does (four values a row)
+    journal.rows_settled(generation, 4 * 4)
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == [2, 3, 4, 5]
     assert journal.unsettled == 6 and _records(Path(f"{path}-tail")) == 10  # the tail keeps them until its settle
     generation, rows = journal.rows_to_settle()
@@ -213,6 +215,32 @@ def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 14))
 
 
+def test_deltas_in_the_tail_leave_the_collector_no_container_per_delta(tmp_path: Path) -> None:
+    # Until the tail settles, the journal keeps each streamed delta's row; with hundreds of
+    # sessions streaming, a container (or three) per delta was most of what each young collection
+    # walked, in pauses of the whole event loop. A thousand deltas kept leave it nothing new.
+    path = tmp_path / "journal.sqlite3"
+    journal = _streamed_one_commit_a_delta(path, 11)
+    deltas = [{"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{seq}>"} for seq in range(12, 1_012)]
+    gc.collect()
+    gc.disable()  # (the count of containers allocated still grows; no collection resets it)
+    try:
+        before = gc.get_count()[0]
+        for seq, delta in enumerate(deltas, start=12):
+            journal.append_action(A, seq, 0, "{}", delta)
+            journal.flush()
+        kept = gc.get_count()[0] - before
+    finally:
+        gc.enable()
+    assert journal.unsettled >= 400 and kept < 100  # (a run of RUN_LIMIT pieces ends in a SQLite commit); one a delta: 1,000
+    journal.flush(settle=True)
+    journal.close()
+    import sqlite3
+    written = sqlite3.connect(path).execute("SELECT seq, marks, content FROM run_texts ORDER BY seq").fetchall()
+    heads = {1, RUN_LIMIT + 1}  # a run's first piece is its head row, in ``entries``
+    assert written == [(seq, f"[[{seq},{len(f'<{seq}>')}]]", f"<{seq}>") for seq in range(1, 1_012) if seq not in heads]
+
+
 def test_a_worker_writes_a_tail_of_many_rows_whole_whatever_their_number(tmp_path: Path) -> None:
     # A worker writes many rows a statement: every row arrives, with its text, whether it falls
     # in a whole statement or in the last, shorter one.
@@ -221,13 +249,14 @@ def test_a_worker_writes_a_tail_of_many_rows_whole_whatever_their_number(tmp_pat
     path = tmp_path / "journal.sqlite3"
     journal = _streamed_one_commit_a_delta(path, 151)
     generation, rows = journal.rows_to_settle()
-    assert len(rows) == 150
+    assert journal.unsettled == 150
     journal.settle_rows(rows)
     journal.rows_settled(generation, len(rows))
     assert journal.unsettled == 0
     reader = sqlite3.connect(path)
-    written = reader.execute("SELECT seq, content FROM run_texts ORDER BY seq").fetchall()
-    assert written == [(seq, f"<{seq}>") for seq in range(2, 152)]
+    written = reader.execute("SELECT seq, marks, content FROM run_texts ORDER BY seq").fetchall()
+    assert written == [(seq, json.dumps([[seq, len(f"<{seq}>")]], separators=(",", ":")), f"<{seq}>")
+                       for seq in range(2, 152)]
     journal.close()
 
 
