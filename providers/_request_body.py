@@ -26,8 +26,9 @@ SDK's), and later requests are that template with the new body, sent through the
 ``APIConnectionError``, the status errors of ``_make_status_error_from_response``). Only a client
 for which the SDK does nothing per request beyond that takes this way (``_plain_sdk``): exactly
 ``openai.AsyncOpenAI``, SDK retries off, no custom auth, key provider, workload identity, provider
-runtime or idempotency header, an ``httpx.AsyncClient`` without cookies. Every other client, or a
-client whose key or base URL changed since, goes the plain way (``post``), and
+runtime or idempotency header, an ``httpx.AsyncClient`` (its cookies, e.g. a CDN's, are added to
+each request as httpx's ``build_request`` adds them). Every other client, or a client whose key or
+base URL changed since, goes the plain way (``post``), and
 ``AGENT_HOST_REQUEST_TEMPLATES=0`` turns it off. ``tests/providers/test_request_body.py`` checks
 that both ways put the same bytes on the wire and raise the same errors.
 
@@ -106,8 +107,9 @@ _templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], _Template]] = w
 _HELD = 16
 """Templates kept per client (paths times options; a provider uses one or two)."""
 
-_UNSENT = frozenset({"content-length", "transfer-encoding"})
-"""The template's headers that describe its (empty) body, not the request: set again per body."""
+_UNSENT = frozenset({"content-length", "transfer-encoding", "cookie"})
+"""The template's headers that describe its (empty) body or the cookies the client held then, not
+the request: set again per request."""
 
 
 def _key(path: str, sent: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -140,7 +142,7 @@ def _plain_sdk(client: Any) -> bool:
                 and getattr(client, "_provider_runtime", None) is None and getattr(client, "_api_key_provider", None) is None
                 and getattr(client, "_workload_identity_auth", None) is None and not getattr(client, "_idempotency_header", None)
                 and isinstance(client.api_key, str) and getattr(client, "_platform", None) is not None
-                and isinstance(client._client, httpx.AsyncClient) and not client._client.cookies)
+                and isinstance(client._client, httpx.AsyncClient))
     except Exception:  # an SDK whose internals moved: the plain way
         return False
 
@@ -180,9 +182,8 @@ class _Template:
         self.extensions = request.extensions
 
     def fits(self, client: Any) -> bool:
-        """Still what the SDK would build: the client's key and base URL are the ones it had, and
-        its HTTP client holds no cookie (the SDK would send them)."""
-        return client.api_key is self.api_key and client.base_url is self.base_url and not client._client.cookies
+        """Still what the SDK would build: the client's key and base URL are the ones it had."""
+        return client.api_key is self.api_key and client.base_url is self.base_url
 
     async def send(self, client: Any, content: bytes) -> Any:
         """The template with ``content`` as its body, sent and checked as the SDK's ``request``
@@ -190,9 +191,12 @@ class _Template:
         import httpx
         import openai
 
-        request = httpx.Request(self.method, self.url, headers=self.headers, content=content, extensions=dict(self.extensions))
+        http = client._client
+        cookies = http.cookies
+        request = httpx.Request(self.method, self.url, headers=self.headers, content=content,
+                                cookies=cookies if cookies else None, extensions=dict(self.extensions))
         try:
-            response = await client._client.send(request, stream=True)
+            response = await http.send(request, stream=True)
         except httpx.TimeoutException as error:
             raise openai.APITimeoutError(request=request) from error
         except openai.OpenAIError:

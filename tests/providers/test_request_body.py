@@ -299,3 +299,27 @@ async def test_the_plain_way_where_the_sdk_does_more_per_request(how: str, monke
     assert later.body == plain.body == first.body
     assert {k: v for k, v in later.headers.items() if k not in {"x-stainless-retry-count", "user-agent"}} == \
         {k: v for k, v in plain.headers.items() if k not in {"x-stainless-retry-count", "user-agent"}}
+
+
+async def test_cookies_a_server_set_are_sent_as_the_sdk_sends_them() -> None:
+    # A CDN in front of a model API sets cookies (Cloudflare's ``__cf_bm``): the kept request
+    # carries the client's cookies of the moment, as the SDK's own request does.
+    set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
+    async with FakeProviderServer([Reply(200, chat_sse("hi"), headers=set_cookie)] + [Reply(200, chat_sse("hi"))] * 3,
+                                  base_path="/v1") as server:
+        client = _client(server.base_url)
+        plain = _client(server.base_url, http_client=httpx2.AsyncClient())
+        try:
+            await _send(client)
+            await _send(client)
+            client._client.cookies.set("later", "1")
+            await _send(client)
+            plain._client.cookies.set("__cf_bm", "abc")
+            plain._client.cookies.set("later", "1")
+            await _send(plain)
+        finally:
+            await client.close()
+            await plain.close()
+    first, second, third, posted = server.requests
+    assert "cookie" not in first.headers and second.headers["cookie"] == "__cf_bm=abc"
+    assert sorted(third.headers["cookie"].split("; ")) == sorted(posted.headers["cookie"].split("; ")) == ["__cf_bm=abc", "later=1"]
