@@ -14,6 +14,24 @@ event stream itself (``providers._sse``).
 What it saves of the CPU spent opening each stream on the event loop is in ``benchmarks/README.md``
 ("Figures moved out of docstrings").
 
+**The request made once per client** (``AsyncOpenAI`` only, the one seam that leans on the SDK's
+internals): for every request the SDK builds its options model, merges its headers, parses and
+merges the URL and has ``httpx`` build the request again, all of it the same each time but the
+body (about a fifth of a short turn's CPU: ``benchmarks/README.md``, "A short turn's fixed cost,
+third round"). So once a client has sent a request the plain way (``post``: its platform headers
+are known then), the request the SDK builds for the same path and options is kept as a template
+(``_Template``: built by the SDK's own ``_build_request``, so URL, query, headers and auth are the
+SDK's), and later requests are that template with the new body, sent through the client's
+``httpx`` client as the SDK sends them, with the SDK's error mapping (``APITimeoutError``,
+``APIConnectionError``, the status errors of ``_make_status_error_from_response``). Only a client
+for which the SDK does nothing per request beyond that takes this way (``_plain_sdk``): exactly
+``openai.AsyncOpenAI``, SDK retries off, no custom auth, key provider, workload identity, provider
+runtime or idempotency header, an ``httpx.AsyncClient`` (its cookies, e.g. a CDN's, are added to
+each request as httpx's ``build_request`` adds them). Every other client, or a client whose key or
+base URL changed since, goes the plain way (``post``), and
+``AGENT_HOST_REQUEST_TEMPLATES=0`` turns it off. ``tests/providers/test_request_body.py`` checks
+that both ways put the same bytes on the wire and raise the same errors.
+
 A stream whose reads the provider's stall watch bounds (``providers._streaming``: ``stall_timeout``)
 is sent with :func:`unbounded_reads` of the client's timeout: no per-read bound in the HTTP client.
 The aiohttp transport the SDKs use arms a timer for that bound on every chunk it receives (a timer
@@ -25,11 +43,16 @@ one timer per stream. The SDK's ``X-Stainless-Read-Timeout`` header then says th
 
 from __future__ import annotations
 
+import os
+import weakref
 from typing import Any
 
 import orjson
 
-__all__ = ["RAW_RESPONSE_HEADER", "READ_TIMEOUT_HEADER", "open_stream", "unbounded_reads"]
+__all__ = ["RAW_RESPONSE_HEADER", "READ_TIMEOUT_HEADER", "TEMPLATES_VARIABLE", "open_stream", "unbounded_reads"]
+
+TEMPLATES_VARIABLE = "AGENT_HOST_REQUEST_TEMPLATES"
+"""``0`` sends every request through the SDK's ``post`` (no request kept per client)."""
 
 RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
 """What ``with_raw_response`` sets to get the response unparsed (both SDKs' ``RAW_RESPONSE_HEADER``;
@@ -55,11 +78,133 @@ async def open_stream(client: Any, path: str, params: dict[str, Any], options: d
     sent: dict[str, Any] = {"headers": {RAW_RESPONSE_HEADER: "true"}}
     if options:
         sent = {**options, "headers": {**options.get("headers", {}), RAW_RESPONSE_HEADER: "true"}}
+    content = orjson.dumps({**params, "stream": True})
+    kept = _templates.get(client) if _enabled else None
+    key = _key(path, sent) if _enabled else None
+    if kept is not None and key is not None:
+        template = kept.get(key)
+        if template is not None and template.fits(client):
+            return await template.send(client, content)
     raw = await client.post(
         path,
         cast_to=object,  # never parsed: the raw response is asked for
-        content=orjson.dumps({**params, "stream": True}),
+        content=content,
         options=sent,
         stream=True,
     )
+    if key is not None and _plain_sdk(client):
+        await _keep(client, path, sent, key)
     return raw.http_response
+
+
+# -- the request made once per client (see the module docstring) ----------------------------------
+
+_enabled = os.environ.get(TEMPLATES_VARIABLE, "1") != "0"
+
+_templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], _Template]] = weakref.WeakKeyDictionary()
+"""Per client, its templates by ``_key``."""
+
+_HELD = 16
+"""Templates kept per client (paths times options; a provider uses one or two)."""
+
+_UNSENT = frozenset({"content-length", "transfer-encoding", "cookie"})
+"""The template's headers that describe its (empty) body or the cookies the client held then, not
+the request: set again per request."""
+
+
+def _key(path: str, sent: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What makes two requests to the same client the same request but for their bodies: the
+    path and the options (``timeout`` and ``headers`` only; anything else: None, never kept)."""
+    if sent.keys() - {"timeout", "headers"}:
+        return None
+    timeout = sent.get("timeout")
+    if timeout is not None and not isinstance(timeout, (int, float)):
+        try:
+            timeout = (type(timeout), timeout.connect, timeout.read, timeout.write, timeout.pool)
+        except AttributeError:
+            return None
+    headers = sent.get("headers") or {}
+    if not all(isinstance(value, str) for value in headers.values()):
+        return None  # e.g. the SDK's ``Omit``
+    return path, timeout, tuple(sorted(headers.items()))
+
+
+def _plain_sdk(client: Any) -> bool:
+    """Whether the SDK does nothing per request for ``client`` beyond building it from the same
+    options (see the module docstring): exactly ``openai.AsyncOpenAI`` on an ``httpx`` client."""
+    try:
+        import httpx
+        import openai
+    except ImportError:  # pragma: no cover - both are dependencies
+        return False
+    try:
+        return (type(client) is openai.AsyncOpenAI and client.max_retries == 0 and client.custom_auth is None
+                and getattr(client, "_provider_runtime", None) is None and getattr(client, "_api_key_provider", None) is None
+                and getattr(client, "_workload_identity_auth", None) is None and not getattr(client, "_idempotency_header", None)
+                and isinstance(client.api_key, str) and getattr(client, "_platform", None) is not None
+                and isinstance(client._client, httpx.AsyncClient))
+    except Exception:  # an SDK whose internals moved: the plain way
+        return False
+
+
+async def _keep(client: Any, path: str, sent: dict[str, Any], key: tuple[Any, ...]) -> None:
+    """Build and keep ``client``'s template for ``path`` with ``sent`` (as the SDK's ``request``
+    builds a first attempt); nothing is kept if the SDK cannot build it."""
+    try:
+        from openai._models import FinalRequestOptions
+
+        options = FinalRequestOptions.construct(method="post", url=path, json_data=None, content=b"", **sent)
+        options = await client._prepare_options(options)
+        request = client._build_request(options, retries_taken=0)
+        await client._prepare_request(request)
+    except Exception:  # internals moved: this client keeps the plain way
+        return
+    kept = _templates.setdefault(client, {})
+    if len(kept) >= _HELD:
+        kept.clear()
+    kept[key] = _Template(client, request)
+
+
+class _Template:
+    """One request of one client, to be sent again with another body (``send``)."""
+
+    __slots__ = ("api_key", "base_url", "extensions", "headers", "method", "url")
+
+    def __init__(self, client: Any, request: Any) -> None:
+        import httpx
+
+        self.api_key = client.api_key
+        self.base_url = client.base_url
+        self.method = request.method
+        self.url = request.url
+        self.headers = httpx.Headers([(name, value) for name, value in request.headers.multi_items()
+                                      if name.lower() not in _UNSENT])
+        self.extensions = request.extensions
+
+    def fits(self, client: Any) -> bool:
+        """Still what the SDK would build: the client's key and base URL are the ones it had."""
+        return client.api_key is self.api_key and client.base_url is self.base_url
+
+    async def send(self, client: Any, content: bytes) -> Any:
+        """The template with ``content`` as its body, sent and checked as the SDK's ``request``
+        does (no retries: the client has none); the response, its body not read."""
+        import httpx
+        import openai
+
+        http = client._client
+        cookies = http.cookies
+        request = httpx.Request(self.method, self.url, headers=self.headers, content=content,
+                                cookies=cookies if cookies else None, extensions=dict(self.extensions))
+        try:
+            response = await http.send(request, stream=True)
+        except httpx.TimeoutException as error:
+            raise openai.APITimeoutError(request=request) from error
+        except openai.OpenAIError:
+            raise
+        except Exception as error:
+            raise openai.APIConnectionError(request=request) from error
+        if not response.is_success:
+            if not response.is_closed:
+                await response.aread()
+            raise client._make_status_error_from_response(response) from None
+        return response

@@ -21,9 +21,9 @@ one entry per open input request (``chatInput``), per tool call waiting for a co
 (``toolConfirmation``: pending-confirmation or pending-result-confirmation) and per tool call
 running on a client (``toolClientExecution``), through ``session/inputNeededSet`` /
 ``session/inputNeededRemoved`` on the chat's session. Entry ids are ``<chat>|<kind>|<id>`` and
-only this module writes them; the sync runs with ``call_soon`` after the chat changed (observers
-never dispatch re-entrantly) and is idempotent: it compares the chat's state with the session's
-list and dispatches only the difference.
+only this module writes them; the sync runs with ``call_soon`` after the chat's active turn
+changed (observers never dispatch re-entrantly; nothing else of a chat makes an entry) and is
+idempotent: it compares the chat's state with the session's list and dispatches only the difference.
 """
 
 from __future__ import annotations
@@ -138,7 +138,9 @@ class InputRequests:
     def observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if self._store.kind(channel) != "chat":
             return
-        if after is not before and channel not in self._syncing:
+        if after.get("activeTurn") is not before.get("activeTurn") and channel not in self._syncing:
+            # The entries follow the active turn alone (``input_needed_entries``): a change that
+            # kept it (an activity, a draft, a title) leaves them as the last sync made them.
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:

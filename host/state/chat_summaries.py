@@ -14,6 +14,9 @@ session's chat view from that entry, and a chat's own title cannot change by any
 entry follows ``session/titleChanged``. Producers never maintain a session's status or a chat's
 summary by hand. ``sync`` does the same
 comparison unasked (at start-up, for catalogues written by builds that carried fewer fields).
+A chat change that moves none of those fields, after a comparison that found the entry showing
+the chat's state before it, is not compared again (nothing changed the entry since: any change of
+the session's catalogue or title makes the next change of each of its chats compared in full).
 
 The root's ``SessionSummary.chats`` is the compact ``SessionChatSummary`` of each entry
 (``compact_chat_summary``).
@@ -55,6 +58,9 @@ class ChatSummaries:
     def __init__(self, store: Any) -> None:
         self._store = store
         self._session_of: dict[str, str] = {}
+        self._agreed: dict[str, dict[str, Any]] = {}
+        """Per chat, the state of it that ``sync`` last found its catalogue entry to show as it
+        is; dropped when the session's catalogue or title changes (the entry may differ then)."""
 
     def track(self, chat_uri: str, session_uri: str) -> None:
         """Say which session a chat belongs to (needed for chat URIs that do not encode it)."""
@@ -62,6 +68,7 @@ class ChatSummaries:
 
     def forget(self, chat_uri: str) -> None:
         self._session_of.pop(chat_uri, None)
+        self._agreed.pop(chat_uri, None)
 
     def session_of(self, chat_uri: str) -> str | None:
         session = self._session_of.get(chat_uri)
@@ -75,9 +82,19 @@ class ChatSummaries:
             return
         kind = self._store.kind(channel)
         if kind == "chat":
+            if self._agreed.get(channel) is before and all(before.get(key) is after.get(key) for key in CHAT_SUMMARY_FIELDS):
+                # The entry agreed with ``before`` and no field it shows moved (an activity, a
+                # response part): it agrees with ``after``.
+                self._agreed[channel] = after
+                return
             self.sync(channel, after)
-        elif kind == "session" and before.get("title") != after.get("title") and isinstance(after.get("defaultChat"), str):
-            self.sync(after["defaultChat"])
+        elif kind == "session":
+            if self._agreed and (before.get("chats") is not after.get("chats") or before.get("title") is not after.get("title")):
+                for entry in after.get("chats") or before.get("chats") or ():
+                    if isinstance(entry, dict):
+                        self._agreed.pop(entry.get("resource"), None)  # type: ignore[arg-type]
+            if before.get("title") != after.get("title") and isinstance(after.get("defaultChat"), str):
+                self.sync(after["defaultChat"])
 
     def sync(self, channel: str, after: dict[str, Any] | None = None) -> None:
         """``session/chatUpdated`` with the summary fields of the chat ``channel`` (its state
@@ -99,4 +116,7 @@ class ChatSummaries:
             shown["title"] = session["title"]
         changes = {key: value for key, value in shown.items() if value != entry.get(key)}
         if changes:
+            self._agreed.pop(channel, None)
             self._store.dispatch(session_uri, builders.session_chat_updated(chat=channel, changes=changes))
+        else:
+            self._agreed[channel] = after

@@ -149,3 +149,177 @@ async def test_a_watched_stream_that_goes_silent_mid_answer_ends_as_stalled_and_
         finally:
             await provider.aclose()
         await asyncio.wait_for(reply.closed.wait(), 5)
+
+
+# -- the request made once per client (providers._request_body, "The request made once per client")
+
+
+def _client(url: str, **kwargs) -> openai.AsyncOpenAI:
+    """An ``AsyncOpenAI`` as the host's providers make it (``make_client``: the SDK's aiohttp client)."""
+    from providers.openai._client import make_client
+
+    return make_client("sk-one", base_url=url, **kwargs)
+
+
+_PARAMS = {"model": "some-model", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def _options(client: openai.AsyncOpenAI) -> dict:
+    from providers._request_body import READ_TIMEOUT_HEADER, unbounded_reads
+
+    return {"timeout": unbounded_reads(openai.Timeout, client.timeout), "headers": {READ_TIMEOUT_HEADER: "30.0"}}
+
+
+async def _send(client: openai.AsyncOpenAI, params: dict = _PARAMS) -> bytes:
+    from providers._request_body import open_stream
+
+    response = await open_stream(client, "/chat/completions", params, _options(client))
+    try:
+        return await response.aread()
+    finally:
+        await response.aclose()
+
+
+async def test_a_client_s_later_requests_put_on_the_wire_what_its_first_did() -> None:
+    # The first request goes through the SDK's post; the later ones are the request kept then,
+    # with their own bodies: the same method, path, headers and (for the same params) bytes.
+    from providers import _request_body
+
+    body = chat_sse("hi")
+    async with FakeProviderServer([Reply(200, body)] * 3, base_path="/v1") as server:
+        client = _client(server.base_url)
+        try:
+            assert await _send(client) == body
+            assert _request_body._templates.get(client)  # kept: the later requests take the template
+            assert await _send(client) == body
+            assert await _send(client, {**_PARAMS, "model": "other-model"}) == body
+        finally:
+            await client.close()
+    first, second, third = server.requests
+    assert (second.method, second.path, second.headers, second.body) == (first.method, first.path, first.headers, first.body)
+    assert third.json() == {**first.json(), "model": "other-model"} and third.headers["authorization"] == "Bearer sk-one"
+    assert int(third.headers["content-length"]) == len(third.body)
+
+
+@pytest.mark.parametrize("status, error", [(429, openai.RateLimitError), (500, openai.InternalServerError),
+                                           (401, openai.AuthenticationError)])
+async def test_a_status_error_is_raised_as_the_sdk_raises_it(status: int, error: type) -> None:
+    payload = b'{"error": {"message": "no, not now", "type": "some_error"}}'
+    async with FakeProviderServer([Reply(200, chat_sse("hi")), Reply(status, payload), Reply(status, payload)],
+                                  base_path="/v1") as server:
+        client = _client(server.base_url)
+        plain = _client(server.base_url, http_client=httpx2.AsyncClient())  # never kept (httpx2): the SDK's post
+        try:
+            await _send(client)
+            with pytest.raises(error) as kept:
+                await _send(client)
+            with pytest.raises(error) as posted:
+                await _send(plain)
+        finally:
+            await client.close()
+            await plain.close()
+    assert (kept.value.status_code, kept.value.message, kept.value.body) == (posted.value.status_code, posted.value.message, posted.value.body)
+
+
+async def test_a_connection_that_fails_is_the_sdk_s_connection_error() -> None:
+    async with FakeProviderServer([Reply(200, chat_sse("hi"))], base_path="/v1") as server:
+        client = _client(server.base_url)
+        await _send(client)
+    try:  # the server is gone: nothing listens on its port now
+        with pytest.raises(openai.APIConnectionError):
+            await _send(client)
+    finally:
+        await client.close()
+
+
+async def test_a_timeout_is_the_sdk_s_timeout_error() -> None:
+    import httpx
+
+    calls = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) > 1:
+            raise httpx.ConnectTimeout("too slow", request=request)
+        return httpx.Response(200, content=chat_sse("hi"), headers={"content-type": "text/event-stream"})
+
+    client = openai.AsyncOpenAI(api_key="sk-one", base_url="http://model.test/v1", max_retries=0,
+                                http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    try:
+        await _send(client)
+        with pytest.raises(openai.APITimeoutError):
+            await _send(client)
+    finally:
+        await client.close()
+    assert len(calls) == 2
+
+
+async def test_a_client_whose_key_changed_sends_its_new_key() -> None:
+    async with FakeProviderServer([Reply(200, chat_sse("hi"))] * 3, base_path="/v1") as server:
+        client = _client(server.base_url)
+        try:
+            await _send(client)
+            await _send(client)
+            client.api_key = "sk-two"
+            await _send(client)
+        finally:
+            await client.close()
+    assert [seen.headers["authorization"] for seen in server.requests] == ["Bearer sk-one", "Bearer sk-one", "Bearer sk-two"]
+
+
+@pytest.mark.parametrize("how", ["retries", "switched off", "subclass"])
+async def test_the_plain_way_where_the_sdk_does_more_per_request(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A client the SDK would retry for, a subclass (Azure's rewrites its URLs) or the switch set:
+    # every request through the SDK's post, and what it sends is what the kept way sends.
+    from providers import _request_body
+
+    class Subclass(openai.AsyncOpenAI):
+        pass
+
+    if how == "switched off":
+        monkeypatch.setattr(_request_body, "_enabled", False)
+    async with FakeProviderServer([Reply(200, chat_sse("hi"))] * 4, base_path="/v1") as server:
+        if how == "subclass":
+            client = Subclass(api_key="sk-one", base_url=server.base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
+        else:
+            client = _client(server.base_url) if how == "switched off" else openai.AsyncOpenAI(
+                api_key="sk-one", base_url=server.base_url, max_retries=2, http_client=openai.DefaultAioHttpClient())
+        kept = _client(server.base_url)
+        try:
+            await _send(client)
+            await _send(client)
+            assert not _request_body._templates.get(client)
+            await _send(kept)
+            await _send(kept)
+            assert bool(_request_body._templates.get(kept)) is (how != "switched off")
+        finally:
+            await client.close()
+            await kept.close()
+    plain, _, first, later = server.requests
+    assert later.body == plain.body == first.body
+    assert {k: v for k, v in later.headers.items() if k not in {"x-stainless-retry-count", "user-agent"}} == \
+        {k: v for k, v in plain.headers.items() if k not in {"x-stainless-retry-count", "user-agent"}}
+
+
+async def test_cookies_a_server_set_are_sent_as_the_sdk_sends_them() -> None:
+    # A CDN in front of a model API sets cookies (Cloudflare's ``__cf_bm``): the kept request
+    # carries the client's cookies of the moment, as the SDK's own request does.
+    set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
+    async with FakeProviderServer([Reply(200, chat_sse("hi"), headers=set_cookie)] + [Reply(200, chat_sse("hi"))] * 3,
+                                  base_path="/v1") as server:
+        client = _client(server.base_url)
+        plain = _client(server.base_url, http_client=httpx2.AsyncClient())
+        try:
+            await _send(client)
+            await _send(client)
+            client._client.cookies.set("later", "1")
+            await _send(client)
+            plain._client.cookies.set("__cf_bm", "abc")
+            plain._client.cookies.set("later", "1")
+            await _send(plain)
+        finally:
+            await client.close()
+            await plain.close()
+    first, second, third, posted = server.requests
+    assert "cookie" not in first.headers and second.headers["cookie"] == "__cf_bm=abc"
+    assert sorted(third.headers["cookie"].split("; ")) == sorted(posted.headers["cookie"].split("; ")) == ["__cf_bm=abc", "later=1"]

@@ -61,6 +61,28 @@ def test_streamed_tokens_and_unchanged_summaries_dispatch_nothing() -> None:
     assert len([e for e in seen if e["action"]["type"] == "session/chatUpdated"]) == before
 
 
+def test_an_entry_changed_on_the_session_is_compared_again_at_the_chat_s_next_change() -> None:
+    # Changes that move no summary field are not compared while the entry agrees; once anything
+    # changed the catalogue (here a stale status written on the session), the chat's next change,
+    # even one that moves no summary field, puts the entry right again.
+    store, seen = _store()
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "1970-01-01T00:00:01.000Z",
+                          "message": {"text": "hi", "origin": {"kind": "user"}}})
+    store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": "Waiting"})
+    store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": "Writing"})
+    assert store.state(SESSION)["chats"][0]["status"] & 8
+    store.dispatch(SESSION, {"type": "session/chatUpdated", "chat": CHAT, "changes": {"status": 1}})
+    assert not store.state(SESSION)["chats"][0]["status"] & 8
+    updates = len([e for e in seen if e["action"]["type"] == "session/chatUpdated"])
+    store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": "Thinking"})
+    assert len([e for e in seen if e["action"]["type"] == "session/chatUpdated"]) == updates + 1
+    assert store.state(SESSION)["chats"][0]["status"] & 8
+    store.dispatch(SESSION, {"type": "session/titleChanged", "title": "Named"})
+    assert store.state(SESSION)["chats"][0]["title"] == "Named"
+    store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": "Writing"})
+    assert store.state(SESSION)["chats"][0]["title"] == "Named" and store.state(SESSION)["chats"][0]["status"] & 8
+
+
 def test_session_names_of_both_models_and_ids_unique_across_providers() -> None:
     assert internal_session_uri("replay", "ahp-session:/abc") == "replay:/abc"
     assert internal_session_uri("replay", "replay:/abc") == "replay:/abc"
