@@ -13,7 +13,9 @@ Every trick the host's providers use on that path is the baseline's too: the req
 the HTTP client's per-read bound (``providers._request_body.unbounded_reads``; the host's stall
 watch bounds a stream with one timer instead, which a bare program need not have), and the body is
 read through ``providers._body_bytes.body_reader`` (aiohttp's reader itself, not four async
-generators per chunk).
+generators per chunk), and the request is sent through ``providers._request_body.open_stream``, so
+an ``AsyncOpenAI`` client's request is built by the SDK once and kept as a template, as the host's
+is (the SDK's ``post`` for any other client, as in the host).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import orjson
 
 from providers._body_bytes import body_reader
-from providers._request_body import unbounded_reads
+from providers._request_body import open_stream, unbounded_reads
 
 _DATA = b"data: "
 _DONE = b"[DONE]"
@@ -34,10 +36,7 @@ _DONE = b"[DONE]"
 async def open_raw(client: Any, path: str, body: dict[str, Any]) -> Any:
     """POST ``body`` (``stream`` set) to ``path``; the raw HTTP response, its body not read yet."""
     sdk = sys.modules[type(client).__module__.partition(".")[0]]
-    raw = await client.post(path, cast_to=object, stream=True, content=orjson.dumps({**body, "stream": True}),
-                            options={"headers": {"X-Stainless-Raw-Response": "true"},
-                                     "timeout": unbounded_reads(sdk.Timeout, client.timeout)})
-    return raw.http_response
+    return await open_stream(client, path, body, {"timeout": unbounded_reads(sdk.Timeout, client.timeout)})
 
 
 async def sse_data(response: Any) -> AsyncIterator[Any]:
