@@ -58,6 +58,13 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   Its ``done`` callbacks then run inside the transport's read callback: an exception from one is
   logged, never let into asyncio's transport (where it would close the connection).
 
+**Requests the caller frames itself.** ``reserve()`` gives the reply subject prefix of a call
+(``<inbox><call>-``; None from the plain sender, or when not connected) and ``write_batch(commands,
+count, done, timeout)`` writes ``count`` ``HPUB`` commands the caller built with it (request ``i``
+replying on the prefix followed by ``i``: ``REQUEST_NUMBERS``), its replies handed to ``done`` as a
+batch's: the log's one pass per record (``JetStreamLog.send_told``) builds each record's command in
+the loop that queues it. The plain sender takes none (the log then uses ``request_batches``).
+
 ``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
 one (``fast=False`` asks for the plain one: the tests run the log on both).
 """
@@ -77,7 +84,7 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["Batch", "BatchDone", "FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
+__all__ = ["REQUEST_NUMBERS", "Batch", "BatchDone", "FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
@@ -106,6 +113,8 @@ _NONE = object()
 
 _NUMBERS = tuple(map(str, range(1024)))
 """Request numbers as text (a batch's are looked up here, not formatted one by one)."""
+REQUEST_NUMBERS = _NUMBERS
+"""The same, for a caller that frames its requests itself (``FastSender.write_batch``)."""
 
 _BYTE_NUMBERS = tuple(number.encode() for number in _NUMBERS)
 """The same as they come back in reply subjects."""
@@ -133,6 +142,17 @@ class Sender(Protocol):
         """Send each request of each batch as a request of its own, in order, all in one write
         where the client allows; each batch's ``done(replies)`` once all of its replies (or
         errors) are in."""
+
+    def reserve(self) -> str | None:
+        """A call framed by the caller (``write_batch``): its reply subject prefix, or None where
+        this sender does not take such calls (the plain one) or the client is not connected."""
+
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
+        """Write the requests the caller framed after ``reserve`` gave their reply prefix."""
+
+    @property
+    def max_payload(self) -> int:
+        """The server's limit on one message's headers and payload (bytes)."""
 
 
 def sent(wire: Sender, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
@@ -192,6 +212,16 @@ class PlainSender:
                 headers = dict(line.split(": ", 1) for line in lines.split("\r\n"))
                 self.send([(request[0], headers, request[2].encode())], timeout, functools.partial(call.take, index))
 
+    def reserve(self) -> str | None:
+        return None  # (the client frames every message itself here: ``request_batches``)
+
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
+        raise NotImplementedError("the plain sender takes no framed commands (its reserve gives None)")
+
+    @property
+    def max_payload(self) -> int:
+        return int(self.client.max_payload)
+
     async def _send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         try:
             for subject, headers, payload in messages[:-1]:
@@ -211,6 +241,8 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
+        self._reserved = ""
+        """The call number the last ``reserve`` took (``write_batch``'s)."""
         self._waiting: dict[bytes, _Call] = {}
         """The calls waiting for replies, by their number (ASCII): request ``i`` of call ``c`` has
         the reply subject ``<inbox>c-i`` (``i`` counted from the call's ``base``)."""
@@ -333,6 +365,34 @@ class FastSender:
                 self._arm(loop, deadline)
         for call in refused or ():
             call.finish()
+
+    def reserve(self) -> str | None:
+        """The reply subject prefix (``<inbox><call>-``) of a call whose ``HPUB`` commands the
+        caller writes itself, its number taken now (``write_batch``); None when the client is not
+        connected. A reserved call never written is nothing: the next reservation takes another."""
+        client = self.client
+        if not client.is_connected or client._transport is None:
+            return None
+        self._calls += 1
+        self._reserved = str(self._calls)
+        return f"{self._inbox}{self._reserved}-"
+
+    @property
+    def max_payload(self) -> int:
+        """The server's limit on a message's headers and payload together (bytes)."""
+        return int(self.client._max_payload)
+
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
+        """Write ``commands``, ``count`` requests the caller framed itself (the protocol's
+        ``HPUB <subject> <reply> <header size> <total size>`` lines, each followed by its header
+        block and payload), request ``i`` replying on the last ``reserve``'s prefix followed by
+        ``i``; ``done(replies)`` once all ``count`` replies (or errors) are in, as a batch of
+        ``request_batches``. The caller checked each message's size against ``max_payload``."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        self._waiting[self._reserved.encode()] = _Call(done, count, 0, deadline)
+        self._write_now(commands.encode())
+        if self._sweep is None or deadline < self._sweep_at:
+            self._arm(asyncio.get_running_loop(), deadline)
 
     def _write_now(self, data: bytes) -> None:
         """Hand ``data`` to the connection's transport, behind what the client queued before."""

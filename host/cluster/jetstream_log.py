@@ -64,7 +64,13 @@ line the batch's fence and name (built once per batch) with the record's index; 
 acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
 takes the longer way), and each stored record is stamped and its result put straight into its
 caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
-tick's records counted once). There is one message per envelope and one acknowledgement each,
+tick's records counted once). A tick of a streamed turn (actions of one group, nothing of it in flight: ``send_told``) takes a
+shorter way still: one loop per record builds its payload, subject and whole ``HPUB`` command and
+the tick is written at once (``_wire``'s ``write_batch``), and one loop where the acknowledgements
+are read stamps each envelope and tells its caller's outcome its frame (``Told``), with no queued
+tuple and no loop in the wire or in ``ClusterLog``; a refusal or a lost acknowledgement turns the
+tick into ``queue_tick``'s queued records and is worked out as theirs. There is one message per
+envelope and one acknowledgement each,
 so that each envelope's ``serverSeq`` is the stream's own sequence for it (several envelopes in
 one message would share one). An envelope is serialised
 once: the payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is
@@ -109,6 +115,7 @@ skipping for each group what its snapshot already holds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -130,13 +137,13 @@ from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
-from host.cluster._wire import Batch, Sender, sender
+from host.cluster._wire import REQUEST_NUMBERS, Batch, Sender, sender
 from host.cluster.consumer import HEARTBEAT, InOrder
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
-__all__ = ["BATCH_LIMIT", "Counted", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped"]
+__all__ = ["BATCH_LIMIT", "Counted", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped", "Told"]
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +214,19 @@ class Counted(Protocol):
     left: int
 
     def counted(self) -> None: ...
+
+
+class Told(Counted, Protocol):
+    """A caller's tick that :meth:`JetStreamLog.send_told` may tell record by record: once every
+    record of it is stored, the core calls ``telling()``, then tells each entry's outcome (its last
+    item, an :class:`Outcome`) its frame, then ``told(last)`` (the tick's highest sequence), all in
+    the acknowledgement's callback; ``results`` and ``left`` are not used then. Otherwise (a
+    refusal, a lost acknowledgement) it is counted as a :class:`Counted`, its outcomes not told by
+    the core."""
+
+    def telling(self) -> None: ...
+
+    def told(self, last: int) -> None: ...
 
 
 Entry = tuple[str, str, int, "dict[str, Any] | None", Any]
@@ -615,6 +635,110 @@ class JetStreamLog:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._send_tick)
 
+    def send_told(self, entries: Sequence[Entry], tick: Told) -> bool:
+        """Send a tick of actions in one pass, each entry's last item its :class:`Outcome`: each
+        record queued and framed in one loop (its payload, subject, header lines and ``HPUB``
+        command; no queued tuple, no second loop in the wire) and written at once, fenced and
+        named as ``queue_tick``'s; where the acknowledgements are read, each action is stamped and
+        its outcome told its frame in one more loop (``Told``). Only the common case of a
+        streamed turn: every record of one group this process owns, with nothing of it queued or
+        in flight, each envelope ending with ``"serverSeq": 0`` and within the server's size limit,
+        the fast wire connected. False, and nothing sent, otherwise: the caller then hands the tick
+        to ``queue_tick``. A refusal or a lost acknowledgement is worked out as ``queue_tick``'s
+        (the tick counted as a :class:`Counted`)."""
+        count = len(entries)
+        if not count or count > BATCH_LIMIT or count > len(REQUEST_NUMBERS):
+            return False
+        subjects = self._subjects
+        channel = entries[0][1]
+        known = subjects.get(channel) or self._subjects_of(channel)
+        group = known[0][1]
+        state = self._groups.get(group)
+        if state is None or state.sending or state.queue:
+            return False
+        wire = self._wire
+        reply = wire.reserve()
+        if reply is None:
+            return False
+        batch_id = f"{self._batch_prefix}{self._batches + 1}"
+        name = f"{state.fence}\r\n{MSG_ID}: {batch_id}."
+        named = len(name) + 16  # NATS/1.0\r\n<lines>\r\n<name><number>\r\n\r\n
+        limit = wire.max_payload
+        frames: list[str] = []
+        stems: list[str] = []
+        clock = -1
+        lines = ""
+        last_channel = channel
+        # One loop per record from the tick to the command's text: what it costs is paid per
+        # streamed chunk (no call but ``encode``).
+        for (_, channel, now, body, _), number in zip(entries, REQUEST_NUMBERS):
+            if channel != last_channel:
+                last_channel = channel
+                known = subjects.get(channel) or self._subjects_of(channel)
+                if known[0][1] != group:
+                    return False
+            text = encode(body)
+            if not text.endswith(_ZERO_SEQ_END):
+                return False
+            stem = text[:-_ZERO_SEQ_CUT]
+            if now != clock:
+                clock = now
+                lines = f"{ACTION_LINES}{now}"
+            action = body["action"]  # type: ignore[index]
+            tag = action.get("type")
+            subject = known[isinstance(action.get("content"), str) if tag in TEXT_APPENDS
+                            else tag in RUN_ACTION_TYPES and run_key(action) is not None][0]
+            head = named + len(lines) + len(number)
+            size = head + (len(stem) + 1 if stem.isascii() else len(stem.encode()) + 1)
+            if size > limit:
+                return False
+            frames.append(f"HPUB {subject} {reply}{number} {head} {size}\r\n"
+                          f"NATS/1.0\r\n{lines}\r\n{name}{number}\r\n\r\n{stem}}}\r\n")
+            stems.append(stem)
+        self._batches += 1
+        state.sending = True
+        wire.write_batch("".join(frames), count, functools.partial(
+            self._acked_told, group, state, entries, stems, tick, batch_id, state.last,
+            asyncio.get_running_loop().time()), self.timeout)
+        return True
+
+    def _acked_told(self, group: str, state: _Group, entries: Sequence[Entry], stems: list[str], tick: Told,
+                    batch_id: str, base: int, left_at: float, replies: list[bytes | BaseException]) -> None:
+        """Every reply to a ``send_told`` batch came (or its send failed): every record stored,
+        each is stamped and its outcome told here (``Told``); otherwise the batch is worked out
+        as ``_acked``'s, the tick counted."""
+        seqs = _stored_seqs(replies)
+        if seqs is None:
+            batch = self._pendings(entries, stems, tick)
+            asyncio.get_running_loop().create_task(
+                self._after_failure(_Flight(group, state, batch, batch_id, base, left_at, replies)))
+            return
+        last = seqs[-1]
+        if last > state.last:
+            state.last = last
+        tick.telling()
+        try:
+            _tell_all(entries, stems, seqs)
+        finally:  # (an outcome that raised, against ``Outcome``'s word: the tick and the group go on)
+            try:
+                tick.told(last)
+            finally:
+                if state.queue:
+                    self._send_batches(((group, state),))
+                else:
+                    state.sending = False
+
+    def _pendings(self, entries: Sequence[Entry], stems: list[str], tick: Told) -> list[_Pending]:
+        """A ``send_told`` batch as ``queue_tick`` would have queued it, counted in ``tick`` (for
+        a batch whose acknowledgements told of a refusal or were lost)."""
+        batch: list[_Pending] = []
+        for index, ((_, channel, now, body, _), stem) in enumerate(zip(entries, stems)):
+            known = self._subjects.get(channel) or self._subjects_of(channel)
+            action = body["action"]  # type: ignore[index]
+            subject = known[run_key(action) is not None][0]
+            batch.append((subject, f"{ACTION_LINES}{now}", stem + "}", body, tick, index, stem))
+        return batch
+
     def _subjects_of(self, channel: str) -> tuple[tuple[str, str], tuple[str, str]]:
         """``(subject, group)`` of ``channel``'s records and of its streamed text (remembered)."""
         if len(self._subjects) > 65536:
@@ -665,22 +789,7 @@ class JetStreamLog:
         """Every reply to a batch came (or its send failed). The common case, every message
         stored, is finished here at once, the acknowledgements parsed in one pass; a refusal or
         a lost acknowledgement is worked out in a task (``_after_failure``)."""
-        # (``find``, not ``in``: bytes' ``in`` tries its operand as an int first, and pays for the
-        # TypeError; a stream named "error" takes the longer way below, still right.)
-        seqs: list[int] | None = None
-        if len(replies) == 1:  # a chunk a tick
-            reply = replies[0]
-            if reply.__class__ is bytes:
-                answer = orjson.loads(reply)
-                if "error" not in answer:
-                    seqs = [answer["seq"]]
-        else:
-            try:
-                joined = b",".join(replies)  # type: ignore[arg-type]  # (bytes unless it raises)
-            except TypeError:  # an error among them
-                joined = b'"error"'
-            if joined.find(b'"error"') < 0:
-                seqs = list(map(_SEQ, orjson.loads(b"[" + joined + b"]")))
+        seqs = _stored_seqs(replies)
         if seqs is not None:
             self._stored(state, batch, seqs)
             if state.queue:
@@ -1035,6 +1144,28 @@ class JetStreamLog:
             await self.client.close()
 
 
+
+def _stored_seqs(replies: list[bytes | BaseException]) -> list[int] | None:
+    """The stream sequence of each message of a batch, in order, when every reply is an
+    acknowledgement that stored it; None when any is an error or failed (the batch is then worked
+    out message by message). The acknowledgements are parsed in one ``orjson`` pass."""
+    if len(replies) == 1:  # a chunk a tick
+        reply = replies[0]
+        if reply.__class__ is bytes:
+            answer = orjson.loads(reply)
+            if "error" not in answer:
+                return [answer["seq"]]
+        return None
+    try:
+        joined = b",".join(replies)  # type: ignore[arg-type]  # (bytes unless it raises)
+    except TypeError:  # an error among them
+        return None
+    # (``find``, not ``in``: bytes' ``in`` tries its operand as an int first, and pays for the
+    # TypeError; a stream named "error" takes the longer way, message by message, still right.)
+    if joined.find(b'"error"') >= 0:
+        return None
+    return list(map(_SEQ, orjson.loads(b"[" + joined + b"]")))
+
 async def _said(error: Exception) -> None:
     """The NATS client's errors (a refused connection while it retries, ...): one line each, not the
     client's default traceback; what they mean for the log reaches the caller as ``LogUnavailable``."""
@@ -1044,6 +1175,23 @@ async def _said(error: Exception) -> None:
 def _settle(future: asyncio.Future[bool], value: bool) -> None:
     if not future.done():
         future.set_result(value)
+
+
+def _tell_all(entries: Sequence[Entry], stems: list[str], seqs: list[int]) -> None:
+    """Each of ``entries`` (actions) stored with its sequence in ``seqs``: its envelope stamped and
+    its outcome (its last item) told its frame, built around its ``stem`` (its JSON less the
+    closing brace, without ``serverSeq``). An outcome already done (a future its caller
+    cancelled) is left as it is: should one raise so, the rest are told one by one (an outcome
+    told twice is left as it was the first time, ``Outcome``)."""
+    try:
+        for (_, _, _, envelope, outcome), stem, seq in zip(entries, stems, seqs):
+            envelope["serverSeq"] = seq  # type: ignore[index]
+            outcome.set_result(f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}')
+    except asyncio.InvalidStateError:
+        for (_, _, _, envelope, outcome), stem, seq in zip(entries, stems, seqs):
+            envelope["serverSeq"] = seq  # type: ignore[index]
+            with contextlib.suppress(asyncio.InvalidStateError):
+                outcome.set_result(f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}')
 
 
 def _tell(pending: _Pending, result: int | BaseException) -> None:

@@ -6,7 +6,9 @@ tasks of that loop, and the port's coroutines (``recover`` at start, ``snapshot_
 at shutdown) wait for the network there, each within ``timeout`` (``LogUnavailable`` past it).
 It is opened by ``open`` (``recover`` opens it too): the constructor only keeps the address. A tick
 whose owner groups are all this process's already leaves at the end of the tick it was appended in
-(queued in the core and sent at once, its acknowledgements counted by callbacks); one that must
+(queued in the core and sent at once, its acknowledgements counted by callbacks; a tick of
+actions only, a streamed turn's, in one pass per record, each told by the core itself:
+``JetStreamLog.send_told``, ``_Tick.told``); one that must
 claim a group first goes through a task that claims, in the order the ticks were flushed.
 
 The event loop is the one thread this log runs on, so a loop held busy for longer than a lease's
@@ -145,6 +147,10 @@ class ClusterLog:
         after a reconnect): kept referenced, ended by ``close``."""
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
+        self._only_actions = True
+        """Whether the tick being gathered holds actions only, each with its future or outcome
+        (``created``/``removed`` have none): then the core may tell each of them itself
+        (``JetStreamLog.send_told``)."""
         self._flushed = 0
         """How many ticks were handed to the core (each tick's number, counted from 1)."""
         self._open: dict[int, None] = {}
@@ -342,6 +348,7 @@ class ClusterLog:
         if not self._tick:
             loop.call_soon(self.flush)
         self._tick.append(item)
+        self._only_actions = False
 
     def flush(self) -> None:
         """Hand the tick to the core. When every group of the tick is owned already and no claim
@@ -352,11 +359,18 @@ class ClusterLog:
         if not self._tick:
             return
         items, self._tick = self._tick, []
+        only_actions, self._only_actions = self._only_actions, True
         self._flushed += 1
         number = self._flushed
         self._open[number] = None
         core = self._core
         if core is not None and self._gate is None and not self._claims:
+            if only_actions:  # (a streamed turn's tick: one pass per record, each told by the core)
+                tick = _Tick(self, items, number)
+                self._sends.add(tick)
+                if core.send_told(items, tick):
+                    return
+                self._sends.discard(tick)
             owned = core.owned
             for item in items:  # every group of the tick owned (inline: this runs per streamed chunk)
                 if group_of(item[1]) not in owned:
@@ -459,19 +473,25 @@ class ClusterLog:
                     except asyncio.InvalidStateError:  # (a future its caller cancelled)
                         pass
         finally:
-            self._finishing = False
-            ending = self._ending
-            if ending:
-                self._ending = []
-                if refused:  # a refusal was told meanwhile: what it queued waits as any other write
-                    newest = self._flushed + (1 if self._tick else 0)
-                    self._waiting.extend((newest, callback) for callback in ending)
-                else:  # only frames numbered now were queued: durable, in order (``at_end_of_tick``)
-                    for callback in ending:  # (``_run``, inline: this runs per streamed chunk)
-                        try:
-                            callback()
-                        except Exception:  # (inside the NATS client's read loop, maybe: nothing may escape)
-                            logger.exception("a callback waiting for the end of a tick's handing out failed")
+            self._finished(number, refused)
+
+    def _finished(self, number: int, refused: bool) -> None:
+        """Tick ``number``'s results were handed out (``_finish``, or told by the core itself:
+        ``_Tick.told``): run the end-of-tick callbacks asked for meanwhile, then the durability
+        callbacks waiting for no tick older than any still open."""
+        self._finishing = False
+        ending = self._ending
+        if ending:
+            self._ending = []
+            if refused:  # a refusal was told meanwhile: what it queued waits as any other write
+                newest = self._flushed + (1 if self._tick else 0)
+                self._waiting.extend((newest, callback) for callback in ending)
+            else:  # only frames numbered now were queued: durable, in order (``at_end_of_tick``)
+                for callback in ending:  # (``_run``, inline: this runs per streamed chunk)
+                    try:
+                        callback()
+                    except Exception:  # (inside the NATS client's read loop, maybe: nothing may escape)
+                        logger.exception("a callback waiting for the end of a tick's handing out failed")
         del self._open[number]
         waiting = self._waiting
         if not waiting:
@@ -1266,7 +1286,7 @@ class _Tick:
     acknowledgement's callback, with no call per record (``jetstream_log.Counted``: no future, no
     task, no loop turn); ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
 
-    __slots__ = ("log", "items", "number", "results", "left", "ended", "waiter")
+    __slots__ = ("log", "items", "number", "results", "left", "ended", "waiter", "by_core")
 
     def __init__(self, log: ClusterLog, items: list[_Item], number: int) -> None:
         self.log = log
@@ -1274,7 +1294,9 @@ class _Tick:
         self.number = number
         self.results: list[Any] = [None] * len(items)
         """Each record's result: an action's frame, a ``created``/``removed`` record's sequence,
-        or the exception it failed with."""
+        or the exception it failed with (not filled in when the core told each record itself)."""
+        self.by_core = False
+        """Whether the core told each record's outcome itself (``told``)."""
         self.left = len(items)
         self.ended = False
         self.waiter: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] | None = None
@@ -1285,17 +1307,42 @@ class _Tick:
         self.ended = True
         self.log._sends.discard(self)
         if self.waiter is not None:
-            self.waiter.set_result((self.results, _stored(self.items, self.results)))
+            self.waiter.set_result(self._outcome())
         self.log._finish(self.items, self.results, self.number)
 
     counted = _end
     """Every record's result is in (``jetstream_log.Counted``)."""
 
+    def telling(self) -> None:
+        """The core tells each record's outcome itself now (``jetstream_log.Told``): what their
+        takers ask for at the end of the tick waits for ``told``."""
+        self.log._finishing = True
+
+    def told(self, last: int) -> None:
+        """Every record was stored, ``last`` the highest sequence, and each outcome told its frame
+        by the core (``jetstream_log.Told``): ``_finish`` without its loop over the records."""
+        self.ended = True
+        log = self.log
+        log._sends.discard(self)
+        if last > log._seq:
+            log._seq = last
+        self.by_core = True
+        if self.waiter is not None:
+            self.waiter.set_result(self._outcome())
+        log._finished(self.number, False)
+
+    def _outcome(self) -> tuple[list[Any], list[tuple[int, str]]]:
+        """What ``_send`` gives: each record's result, and ``(sequence, group)`` of those stored."""
+        if self.by_core:  # told by the core: every record stored, its envelope numbered
+            numbers: list[Any] = [item[3]["serverSeq"] for item in self.items]  # type: ignore[index]
+            return numbers, _stored(self.items, numbers)
+        return self.results, _stored(self.items, self.results)
+
     def finished(self) -> asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]:
         if self.waiter is None:
             self.waiter = asyncio.get_running_loop().create_future()
             if self.ended:
-                self.waiter.set_result((self.results, _stored(self.items, self.results)))
+                self.waiter.set_result(self._outcome())
         return self.waiter
 
 

@@ -609,3 +609,154 @@ async def test_a_record_sent_again_while_its_first_sending_was_still_on_its_way_
         assert steps(await log.read(0)) == [0, 1, 2, 3, 4]
     finally:
         await writer.close()
+
+
+class ToldTick(Tick):
+    """A caller's tick the core may tell record by record (``jetstream_log.Told``), as ``ClusterLog``'s."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.steps: list[object] = []
+
+    def telling(self) -> None:
+        self.steps.append("telling")
+
+    def told(self, last: int) -> None:
+        self.steps.append(("told", last))
+        self.ended.set_result(list(self.results))
+
+
+class Told:
+    """One record's outcome (``jetstream_log.Outcome``), as the store's ``Pending``."""
+
+    def __init__(self, tick: ToldTick) -> None:
+        self.tick = tick
+        self.frame: str | None = None
+
+    def done(self) -> bool:
+        return self.frame is not None
+
+    def set_result(self, frame: str) -> None:
+        assert self.tick.steps == ["telling"]  # told between telling() and told(last)
+        self.frame = frame
+
+    def set_exception(self, error: BaseException) -> None:
+        raise AssertionError(f"told an error: {error!r}")
+
+
+def streamed(chat: str, count: int, first: int = 0) -> list[dict]:
+    """Streamed text envelopes as the store makes them (``serverSeq`` 0, last)."""
+    return [{"channel": chat, "action": {"type": "chat/delta", "turnId": "t1", "partId": "p",
+                                         "content": f"chunk {first + i} é"}, "serverSeq": 0} for i in range(count)]
+
+
+@pytest.mark.parametrize("piece", [None, 37])
+async def test_a_streamed_tick_sent_in_one_pass_tells_each_record_its_frame_as_stored(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog, piece: int | None) -> None:
+    # 37: the tick's acknowledgements arrive split across many reads of the connection.
+    relay.piece = piece
+    writer = await JetStreamLog.connect(relay.url, holder="writer")
+    chat = default_chat_uri(SESSION)
+    try:
+        await writer.claim(SESSION)
+        for size in (10, 1):
+            envelopes = streamed(chat, size)
+            tick = ToldTick(size)
+            outcomes = [Told(tick) for _ in envelopes]
+            assert writer.send_told([("action", chat, 7, e, o) for e, o in zip(envelopes, outcomes)], tick)
+            await asyncio.wait_for(tick.ended, 10)
+            seqs = [envelope["serverSeq"] for envelope in envelopes]
+            assert seqs == list(range(seqs[0], seqs[0] + size)) and seqs[0] > 0
+            assert tick.steps == ["telling", ("told", seqs[-1])]
+            records = await log.read(seqs[0] - 1)
+            assert [(r.seq, r.body, r.now) for r in records] == [(e["serverSeq"], e, 7) for e in envelopes]
+            assert [o.frame for o in outcomes] == [action_frame(r.body)[1] for r in records]
+    finally:
+        await writer.close()
+
+
+async def test_a_tick_the_one_pass_cannot_take_is_left_to_queue_tick_with_nothing_sent(
+        nats_server: EmbeddedNats, log: JetStreamLog) -> None:
+    plain = await JetStreamLog.connect(nats_server.url, holder="plain", fast_wire=False)
+    chat, other = default_chat_uri(SESSION), default_chat_uri("ahp-session:/two")
+    try:
+        await log.claim(SESSION)
+        await log.claim("ahp-session:/two")
+        before = await log.last_seq()
+
+        def refused(envelopes: list[dict], channels: list[str] | None = None, on: JetStreamLog = log) -> bool:
+            """Whether ``on`` leaves this tick to ``queue_tick`` (``send_told`` says False)."""
+            tick = ToldTick(len(envelopes))
+            return not on.send_told([("action", (channels or [e["channel"] for e in envelopes])[i], 0, e, Told(tick))
+                                     for i, e in enumerate(envelopes)], tick)
+
+        assert refused(streamed(chat, 2), [chat, other])  # two sessions
+        not_last = [{"channel": chat, "serverSeq": 0, "action": {"type": "test/step", "i": 1}}]
+        assert refused(not_last)  # serverSeq not its last key
+        too_large = streamed(chat, 2)
+        too_large[1]["action"]["content"] = "x" * (1 << 21)
+        assert refused(too_large)
+        assert refused(streamed(default_chat_uri("ahp-session:/nobody"), 1))  # not this process's
+        await plain.claim("ahp-session:/three")
+        assert refused(streamed(default_chat_uri("ahp-session:/three"), 1), on=plain)  # the plain wire
+        await asyncio.sleep(0.2)
+        assert await log.last_seq() == before + 1  # only plain's marker: nothing of the ticks left
+        assert all(e["serverSeq"] == 0 for e in not_last + too_large)
+    finally:
+        await plain.close()
+
+
+async def test_a_stale_writer_s_one_pass_tick_is_refused_in_each_slot_and_told_nothing(nats_server: EmbeddedNats) -> None:
+    stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
+    fresh = await JetStreamLog.connect(nats_server.url, holder="fresh", lease_ttl=1.0)
+    chat = default_chat_uri(SESSION)
+    try:
+        await stale.claim(SESSION)
+        assert stale._renewer is not None
+        stale._renewer.cancel()  # paused past its lease: it never learns
+        while True:
+            try:
+                await fresh.claim(SESSION)
+                break
+            except NotOwner:
+                await asyncio.sleep(0.2)
+        envelopes = streamed(chat, 3)
+        tick = ToldTick(3)
+        outcomes = [Told(tick) for _ in envelopes]
+        assert stale.send_told([("action", chat, 0, e, o) for e, o in zip(envelopes, outcomes)], tick)
+        results = await asyncio.wait_for(tick.ended, 10)
+        assert tick.times == 1 and tick.steps == []  # counted as a Counted, not told
+        assert all(isinstance(result, NotOwner) and "fresh" in str(result) for result in results), results
+        assert all(o.frame is None for o in outcomes) and all(e["serverSeq"] == 0 for e in envelopes)
+        assert [r for r in await fresh.read(0) if r.kind == "action"] == []
+    finally:
+        await stale.close()
+        await fresh.close()
+
+
+async def test_a_one_pass_tick_whose_acknowledgements_were_lost_is_settled_by_what_the_log_holds(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
+    try:
+        await writer.claim(SESSION)
+        stored_before = await log.last_seq()
+        relay.deafen()  # stored, and the answers lost on the way back
+        envelopes = streamed(chat, 3)
+        tick = ToldTick(3)
+        assert writer.send_told([("action", chat, 0, e, Told(tick)) for e in envelopes], tick)
+        while await log.last_seq() < stored_before + 3:
+            await asyncio.sleep(0.02)
+        relay.cut()
+        relay.mend()
+        results = await asyncio.wait_for(tick.ended, 30)
+        records = [r for r in await log.read(0) if r.kind == "action"]
+        assert [r.body for r in records] == envelopes  # stored once, not sent again
+        assert results == [action_frame(r.body)[1] for r in records]  # each in its slot, counted
+        more = streamed(chat, 2, 3)
+        tick = ToldTick(2)
+        assert writer.send_told([("action", chat, 0, e, Told(tick)) for e in more], tick)  # still the owner
+        await asyncio.wait_for(tick.ended, 10)
+        assert [r.body for r in await log.read(0) if r.kind == "action"] == envelopes + more
+    finally:
+        await writer.close()

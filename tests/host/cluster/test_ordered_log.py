@@ -783,3 +783,26 @@ async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
     await log.append(CHAT, 0, envelope(0))
     assert log.append_told(CHAT, 0, envelope(1), Taker(seen))
     await until(lambda: seen == [1])
+
+
+async def test_a_snapshot_taken_while_a_streamed_tick_is_in_flight_is_as_of_that_tick_s_last_record(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    # A tick of actions of an owned session is told record by record by the core (its one pass):
+    # a snapshot waiting for it still learns the numbers its records were stored with.
+    first = await open_log(nats_server, logs, "first")
+    states = States()
+    first.bind(states)
+    first.created(SESSION, "session", {"title": "one"})
+    first.created(CHAT, "chat", {"turns": []})
+    await asyncio.gather(first.append(CHAT, 5, envelope(0)))  # owned from here on
+    streamed = [envelope(1 + i) for i in range(6)]
+    pending = [first.append(CHAT, 5, e) for e in streamed]
+    states.channels = {SESSION: ("session", {"title": "one"}), CHAT: ("chat", {"turns": [], "seen": 7})}
+    await first.snapshot_now()  # hands the tick over and waits for it
+    await asyncio.gather(*pending)
+    assert first.seq == streamed[-1]["serverSeq"]
+    logs.remove(first)
+    await first.close()
+    recovery = await (await open_log(nats_server, logs, "second")).recover()
+    assert recovery.from_snapshot and recovery.seq == streamed[-1]["serverSeq"]
+    assert [r for r in recovery.records if r.kind == "action"] == []  # every one of them in the snapshot
