@@ -13,6 +13,10 @@ streamed) instead of hanging until the SDK's own 600 s read timeout. While strea
 stream watches the waits (``_StallWatch``): a timer per item (``asyncio.timeout``) cost a timer
 handle pushed on and cancelled from the loop's heap for every chunk. Time the consumer spends
 between items (the generator is suspended at ``yield``) is not a wait and never counts.
+
+A raw event stream (``providers._sse.RawEventStream``) is not iterated but read here: its bytes
+awaited and split into events by its own ``split`` (the same events as its ``async for``), so no
+async generator of its own is resumed per chunk; a wait is then one read of bytes.
 """
 
 from __future__ import annotations
