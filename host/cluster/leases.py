@@ -177,13 +177,8 @@ class Leases:
             group = untoken(message.subject[cut:])
             if group is not None:
                 headers = message.headers
-                if headers and (headers.get(_KV_OPERATION) in _GONE or headers.get(_MARKER_REASON) in _EXPIRED):
-                    seen.pop(group, None)
-                else:
-                    holder, until = _read(message.data)
-                    lease = seen[group] = Seen(holder, until)
-                    if shown is not None:
-                        shown(lease)
+                gone = headers is not None and (headers.get(_KV_OPERATION) in _GONE or headers.get(_MARKER_REASON) in _EXPIRED)
+                _note(seen, shown, group, None if gone else message.data)
             if not pending and not first.done():
                 first.set_result(None)
 
@@ -216,13 +211,7 @@ class Leases:
                 group = untoken(entry.key)
                 if group is None:
                     continue
-                if entry.operation in ("DEL", "PURGE") or entry.value is None:
-                    seen.pop(group, None)
-                else:
-                    holder, until = _read(entry.value)
-                    lease = seen[group] = Seen(holder, until)
-                    if shown is not None:
-                        shown(lease)
+                _note(seen, shown, group, None if entry.operation in ("DEL", "PURGE") else entry.value)
 
         task = asyncio.get_running_loop().create_task(take())
         await asyncio.wait([first, task], timeout=10, return_when=asyncio.FIRST_COMPLETED)
@@ -236,6 +225,18 @@ class Leases:
 
         return stop
 
+
+
+def _note(seen: dict[str, Seen], shown: Callable[[Seen], None] | None, group: str, value: bytes | None) -> None:
+    """A lease's entry as the watch reads it, either way: ``value`` its bytes, or None once it is
+    deleted, purged or expired (the group forgotten)."""
+    if value is None:
+        seen.pop(group, None)
+        return
+    holder, until = _read(value)
+    lease = seen[group] = Seen(holder, until)
+    if shown is not None:
+        shown(lease)
 
 def _read(value: bytes | None) -> tuple[str, float]:
     try:
