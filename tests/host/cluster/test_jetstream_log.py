@@ -132,6 +132,19 @@ async def test_a_writer_killed_with_sigkill_is_taken_over_within_its_lease(nats_
         await successor.close()
 
 
+async def _taken_over(stale: JetStreamLog, fresh: JetStreamLog) -> None:
+    """``stale``'s lease renewer paused past its lease (a stopped process, a long GC), so it never
+    learns; ``fresh`` claims the session once the lease has lapsed."""
+    assert stale._renewer is not None
+    stale._renewer.cancel()
+    while True:
+        try:
+            await fresh.claim(SESSION)
+            return
+        except NotOwner:
+            await asyncio.sleep(0.2)
+
+
 async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_server: EmbeddedNats) -> None:
     stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
     fresh = await JetStreamLog.connect(nats_server.url, holder="fresh", lease_ttl=1.0)
@@ -139,14 +152,7 @@ async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_serve
     try:
         await stale.claim(SESSION)
         await stale.append(chat, 0, step(0))
-        assert stale._renewer is not None
-        stale._renewer.cancel()  # paused past its lease (a stopped process, a long GC): it never learns
-        while True:
-            try:
-                await fresh.claim(SESSION)
-                break
-            except NotOwner:
-                await asyncio.sleep(0.2)
+        await _taken_over(stale, fresh)
         assert stale.owns(SESSION)  # it still believes it owns the session
         with pytest.raises(NotOwner, match="fresh"):
             await stale.append(chat, 0, step(1))
@@ -243,14 +249,7 @@ async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_
         await asyncio.gather(*(stale.append(chat, 0, envelope) for envelope in numbered))
         seqs = [envelope["serverSeq"] for envelope in numbered]
         assert seqs == list(range(seqs[0], seqs[0] + 3))  # each record its own stream sequence, in order
-        assert stale._renewer is not None
-        stale._renewer.cancel()  # paused past its lease: it never learns
-        while True:
-            try:
-                await fresh.claim(SESSION)
-                break
-            except NotOwner:
-                await asyncio.sleep(0.2)
+        await _taken_over(stale, fresh)
         told = await asyncio.gather(*(stale.append(chat, 0, step(10 + i)) for i in range(4)), return_exceptions=True)
         assert all(isinstance(outcome, NotOwner) and "fresh" in str(outcome) for outcome in told), told
         await fresh.append(chat, 0, step(20))
@@ -712,14 +711,7 @@ async def test_a_stale_writer_s_one_pass_tick_is_refused_in_each_slot_and_told_n
     chat = default_chat_uri(SESSION)
     try:
         await stale.claim(SESSION)
-        assert stale._renewer is not None
-        stale._renewer.cancel()  # paused past its lease: it never learns
-        while True:
-            try:
-                await fresh.claim(SESSION)
-                break
-            except NotOwner:
-                await asyncio.sleep(0.2)
+        await _taken_over(stale, fresh)
         envelopes = streamed(chat, 3)
         tick = ToldTick(3)
         outcomes = [Told(tick) for _ in envelopes]
