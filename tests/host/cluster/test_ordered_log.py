@@ -157,13 +157,19 @@ async def test_replay_gives_the_envelopes_after_a_sequence_or_none_past_what_the
     assert await log.replay(envelopes[6]["serverSeq"] - 1, [CHAT]) == envelopes[6:]
 
 
-async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_them(
-        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+async def _bound_with_a_chat(nats_server: EmbeddedNats, logs: list[ClusterLog]) -> tuple[ClusterLog, States]:
+    """A process's log ("first") bound to a store's states, with the session and its chat created."""
     first = await open_log(nats_server, logs, "first")
     states = States()
     first.bind(states)
     first.created(SESSION, "session", {"title": "one"})
     first.created(CHAT, "chat", {"turns": []})
+    return first, states
+
+
+async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_them(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    first, states = await _bound_with_a_chat(nats_server, logs)
     before = [envelope(i) for i in range(3)]
     await asyncio.gather(*(first.append(CHAT, 5, e) for e in before))
     states.channels = {SESSION: ("session", {"title": "one"}), CHAT: ("chat", {"turns": [], "seen": 3})}
@@ -789,11 +795,7 @@ async def test_a_snapshot_taken_while_a_streamed_tick_is_in_flight_is_as_of_that
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     # A tick of actions of an owned session is told record by record by the core (its one pass):
     # a snapshot waiting for it still learns the numbers its records were stored with.
-    first = await open_log(nats_server, logs, "first")
-    states = States()
-    first.bind(states)
-    first.created(SESSION, "session", {"title": "one"})
-    first.created(CHAT, "chat", {"turns": []})
+    first, states = await _bound_with_a_chat(nats_server, logs)
     await asyncio.gather(first.append(CHAT, 5, envelope(0)))  # owned from here on
     streamed = [envelope(1 + i) for i in range(6)]
     pending = [first.append(CHAT, 5, e) for e in streamed]
