@@ -671,7 +671,17 @@ class ClusterLog:
         narrowed = self._groups_subjects(groups) if groups is not None else None
         try:
             while self._followed < seq - 1 and not self._closing:
-                start = self._followed + 1
+                # From the first record not known to be handed over: past what the follower handed
+                # over, and past what an earlier answer showed had nothing more to bring (on every
+                # followed subject, or on these groups' and the markers'). The follower hands over
+                # other processes' records only, so while this process streams its own it lags by
+                # thousands, and the server looks at every message from ``start`` on (its index
+                # or, nearer than a few subjects per message, each message's subject) for each
+                # get, at every batch of this process's frames (``benchmarks/README.md``, "The
+                # root followed").
+                start = max(self._followed + 1, self._caught_up_to)
+                if narrowed is not None and groups == self._caught_up_groups[0]:
+                    start = max(start, self._caught_up_groups[1])
                 asked = narrowed if narrowed is not None else self._follow_subjects()
                 found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in asked))
                 coming = min((number for number in found if number), default=0)
