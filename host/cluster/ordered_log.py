@@ -677,8 +677,8 @@ class ClusterLog:
                 # other processes' records only, so while this process streams its own it lags by
                 # thousands, and the server looks at every message from ``start`` on (its index
                 # or, nearer than a few subjects per message, each message's subject) for each
-                # get, at every batch of this process's frames (``benchmarks/README.md``, "The
-                # root followed").
+                # get, at every batch of this process's frames (``benchmarks/README.md``, "What a
+                # record carries, and the root followed").
                 start = max(self._followed + 1, self._caught_up_to)
                 if narrowed is not None and groups == self._caught_up_groups[0]:
                     start = max(start, self._caught_up_groups[1])
