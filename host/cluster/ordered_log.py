@@ -198,6 +198,9 @@ class ClusterLog:
         self._caught_up_to = 0
         """Every record the follower is to bring numbered below this was handed over (the server
         said so to ``caught_up``; a record stored later is numbered higher)."""
+        self._answered_to = 0
+        """``_caught_up_to`` as the server's answers showed it (not raised by a question given up
+        on): a later question about every followed subject starts there."""
         self._caught_up_groups: tuple[frozenset[str] | None, int] = (None, 0)
         """The same for the records of some groups only (``caught_up`` given channels): those
         groups, and the number every such record below was handed over."""
@@ -679,7 +682,7 @@ class ClusterLog:
                 # or, nearer than a few subjects per message, each message's subject) for each
                 # get, at every batch of this process's frames (``benchmarks/README.md``, "What a
                 # record carries, and the root followed").
-                start = max(self._followed + 1, self._caught_up_to)
+                start = max(self._followed + 1, self._answered_to)
                 if narrowed is not None and groups == self._caught_up_groups[0]:
                     start = max(start, self._caught_up_groups[1])
                 asked = narrowed if narrowed is not None else self._follow_subjects()
@@ -692,6 +695,7 @@ class ClusterLog:
                         self._caught_up_groups = (groups, seq)
                     else:
                         self._caught_up_to = max(self._caught_up_to, seq)
+                        self._answered_to = max(self._answered_to, seq)
                     return
                 if narrowed is not None and found[-1] == coming:
                     narrowed = None  # a group changes hands below ``seq``: every followed subject from now on

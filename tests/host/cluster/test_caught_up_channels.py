@@ -109,3 +109,21 @@ async def test_a_later_frame_asks_only_past_what_an_earlier_answer_covered() -> 
     assert waiting is not None
     await asyncio.wait_for(waiting, 1)
     assert asked[60] == [ROOT_GROUP_SUBJECTS, MARKERS]
+
+
+async def test_a_question_given_up_on_does_not_move_where_the_next_one_starts() -> None:
+    log, asked = following_log({})
+    asking = log._next_followed
+
+    async def unreachable(subject: str, start: int, below: int) -> int:
+        raise TimeoutError("NATS did not answer")
+
+    log._next_followed = unreachable  # type: ignore[method-assign]
+    waiting = log.caught_up(20)
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)  # not held for ever: the frames leave
+    log._next_followed = asking  # type: ignore[method-assign]
+    waiting = log.caught_up(30)
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert asked == {11: ["ahp.log.*.*"]}  # from what the follower handed over, not from #20
