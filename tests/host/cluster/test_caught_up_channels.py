@@ -82,3 +82,48 @@ async def test_once_a_marker_lies_below_the_frame_every_subject_the_follower_tak
     log._followed = 16
     log._woken(16, False)
     await asyncio.wait_for(waiting, 1)
+
+
+async def test_a_later_frame_asks_only_past_what_an_earlier_answer_covered() -> None:
+    # The follower hands over other processes' records only: while this process streams its own,
+    # it stays at #10, and the server would look at every message from #11 on for every frame.
+    log, asked = following_log({})
+    for seq in (20, 30):
+        waiting = log.caught_up(seq, ["ahp-root://"])
+        assert waiting is not None
+        await asyncio.wait_for(waiting, 1)
+    assert asked == {11: [ROOT_GROUP_SUBJECTS, MARKERS], 20: [ROOT_GROUP_SUBJECTS, MARKERS]}
+    waiting = log.caught_up(40, [default_chat_uri(ELSEWHERE)])  # other groups: from what the follower handed over
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert len(asked[11]) == 4
+    waiting = log.caught_up(50)  # every subject the follower takes: from what it handed over too
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert asked[11][-1] == "ahp.log.*.*"
+    waiting = log.caught_up(60)  # and then past the answer for #50, on every subject
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert asked[50] == ["ahp.log.*.*"]
+    waiting = log.caught_up(70, ["ahp-root://"])  # covered up to #60 on every subject: the root's from there
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert asked[60] == [ROOT_GROUP_SUBJECTS, MARKERS]
+
+
+async def test_a_question_given_up_on_does_not_move_where_the_next_one_starts() -> None:
+    log, asked = following_log({})
+    asking = log._next_followed
+
+    async def unreachable(subject: str, start: int, below: int) -> int:
+        raise TimeoutError("NATS did not answer")
+
+    log._next_followed = unreachable  # type: ignore[method-assign]
+    waiting = log.caught_up(20)
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)  # not held for ever: the frames leave
+    log._next_followed = asking  # type: ignore[method-assign]
+    waiting = log.caught_up(30)
+    assert waiting is not None
+    await asyncio.wait_for(waiting, 1)
+    assert asked == {11: ["ahp.log.*.*"]}  # from what the follower handed over, not from #20

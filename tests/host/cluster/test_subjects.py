@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ahp.state.channels import ROOT_CHANNEL, annotations_uri, chat_uri, default_chat_uri, subagent_chat_uri
-from host.cluster.subjects import HOST_GROUP, Subjects, group_of, is_shared, token, untoken
+from host.cluster.subjects import HOST_GROUP, Subjects, channel_of, group_of, is_shared, token, untoken
 
 SESSION = "copilot:/0b6f-41"
 
@@ -67,3 +67,22 @@ def test_a_chats_streamed_text_is_on_a_subject_of_its_own_under_its_group_and_ou
     for channel in (SESSION, chat, annotations_uri(SESSION), ROOT_CHANNEL, "ahp-terminal:/t1"):
         assert _matches(subjects.coarse, subjects.of(channel)[0]) and not _matches(subjects.streamed_filter(SESSION), subjects.of(channel)[0])
     assert _matches(subjects.coarse, subjects.marker(SESSION))
+
+
+def test_a_sessions_own_channels_are_named_relative_to_it_and_read_back_as_they_were() -> None:
+    subjects = Subjects("ahp.log")
+    session = "openai-chat:/0b6f41d2-8c1e-4c3b-9a57-3f1e2d4c5b6a"
+    for channel in (session, default_chat_uri(session), chat_uri(session, "side"), "ahp-terminal:/t1"):
+        subject, group = subjects.of(channel)
+        group_token, channel_token = subject.split(".")[2:4]
+        assert channel_token.startswith("=") and len(channel_token) < 12  # not the URI's base64 (over 100 characters)
+        assert channel_of(group_token, channel_token) == channel
+        streamed, _ = subjects.of(channel, streamed=True)
+        assert channel_of(*streamed.split(".")[2:4]) == channel
+    # Channels the group's URI does not rebuild keep their URI's token; streams written before read the same.
+    for channel in (annotations_uri(session), subagent_chat_uri(session, "call 1/x"), ROOT_CHANNEL):
+        subject, group = subjects.of(channel)
+        assert subject == f"ahp.log.{token(group)}.{token(channel)}"
+        assert channel_of(*subject.split(".")[2:4]) == channel
+    assert channel_of(token(session), token(default_chat_uri(session))) == default_chat_uri(session)
+    assert channel_of("not base64!", "=") is None
