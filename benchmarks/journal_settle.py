@@ -10,9 +10,10 @@ a temporary directory, and for each settle streams a new run: its head row commi
 (which settles the tail before it), then ``--rows`` pieces of some ten characters, each committed
 to the tail on its own, as at a model's pace; only the worker's three calls are counted. Run for
 the two ``--settles`` counts, the difference of the totals divided by the difference of the
-counts is one settle in a journal that has settled before (what a long-lived host pays); the
-first count's total, divided by it, is printed too (it includes whatever a journal's first settle
-pays once). ``--source DIR``: import ``host`` from another checkout (a baseline, e.g. ``main``'s),
+counts is one settle in a journal that has settled before (what a long-lived host pays), less the
+same difference for runs that count nothing between the instrumentation's on and off (the
+``callgrind_control`` subprocess it runs is partly counted); the first count's total, less its
+empty run's, divided by it, is printed too (all settles after the journal's untimed first one). ``--source DIR``: import ``host`` from another checkout (a baseline, e.g. ``main``'s),
 whose ``settle_rows`` is then counted instead. Needs ``valgrind``.
 """
 
@@ -29,7 +30,7 @@ from benchmarks._callgrind import count, instrument, require_valgrind
 from benchmarks._runs import command_line, machine_note
 
 
-def child(source: str, settles: int, rows: int) -> None:
+def child(source: str, settles: int, rows: int, work: bool) -> None:
     if source != "-":
         sys.path.insert(0, source)
         for name in [name for name in sys.modules if name == "host" or name.startswith(("host.", "ahp"))]:
@@ -48,12 +49,13 @@ def child(source: str, settles: int, rows: int) -> None:
             assert journal.unsettled == rows
             if run:
                 instrument(True)
-            generation, values = journal.rows_to_settle()
-            journal.settle_rows(values)
-            journal.rows_settled(generation, len(values))
+            if work or not run:
+                generation, values = journal.rows_to_settle()
+                journal.settle_rows(values)
+                journal.rows_settled(generation, len(values))
             if run:
                 instrument(False)
-            assert journal.unsettled == 0
+            journal.flush(settle=True)  # (the next run's head does it anyway)
         journal.close()
 
 
@@ -62,20 +64,23 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=511, help="rows a settle writes (511: a run of RUN_LIMIT pieces)")
     parser.add_argument("--settles", default="1,5", help="the two numbers of settles counted")
     parser.add_argument("--source", default="-", help="import host from this checkout instead")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), int(args.child[2]))
+        child(args.child[0], int(args.child[1]), int(args.child[2]), args.child[3] == "1")
         return
     require_valgrind()
     short, long = (int(n) for n in args.settles.split(","))
     source = str(Path(args.source).resolve()) if args.source != "-" else "-"
     print(f"instructions of a worker's settle of {args.rows} tail rows (callgrind, user space); {machine_note()}")
     print(f"command: {command_line()}")
-    totals = [count(__file__, source, n, args.rows, what=f"{n} settles") for n in (short, long)]
-    each = (totals[1] - totals[0]) / (long - short)
-    print(f"a settle, {long} minus {short}        {each:>12,.0f}   ({each / args.rows:,.0f} a row; totals {totals[0]:,} / {totals[1]:,})")
-    print(f"the first {short} settle(s), each   {totals[0] / short:>12,.0f}")
+    totals = [count(__file__, source, n, args.rows, 1, what=f"{n} settles") for n in (short, long)]
+    empty = [count(__file__, source, n, args.rows, 0, what=f"{n} empty") for n in (short, long)]
+    toggle = (empty[1] - empty[0]) / (long - short)
+    each = (totals[1] - totals[0]) / (long - short) - toggle
+    print(f"a settle, {long} minus {short}             {each:>12,.0f}   ({each / args.rows:,.0f} a row; totals {totals[0]:,} / {totals[1]:,})")
+    print(f"the first {short} settle(s), each        {(totals[0] - empty[0]) / short:>12,.0f}")
+    print(f"(taken off: the instrumentation's toggle {toggle:>12,.0f}   (totals {empty[0]:,} / {empty[1]:,}))")
 
 
 if __name__ == "__main__":
