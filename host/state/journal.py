@@ -663,11 +663,11 @@ class Journal:
         prefix of the texts at every moment. A commit of the event loop's waits for this one
         (SQLite's busy timeout), then skips these rows. The rows' parameters are made one at a
         time as SQLite asks, and SQLite's work releases the GIL, so the event loop's thread runs
-        between rows. After ``close``, it writes nothing and raises ``JournalError`` (the rows
-        stay in the tail, which ``close`` settled)."""
+        between rows. After ``close`` it writes nothing and opens nothing: ``close`` settled the
+        tail (or, failing, left it to be recovered), so the rows are where they belong already."""
         with self._settle_lock:
             if self._closed:
-                raise JournalError(f"cannot write to the journal at {self.path}: it is closed")
+                return
             try:
                 db = self._settle_connection()
                 db.execute("BEGIN IMMEDIATE")

@@ -366,13 +366,11 @@ def test_a_host_streaming_for_long_opens_one_settle_connection_and_closes_it(
 def test_closing_during_a_settle_waits_for_it_and_leaves_nothing_open_or_lost(tmp_path: Path) -> None:
     # The journal closed while a worker writes its tail into SQLite (here held up by another
     # writer's transaction): the close waits for that write, settles the rest, and leaves no
-    # connection or descriptor behind; a settle asked for afterwards writes nothing and opens
-    # nothing. Every delta is in SQLite.
+    # connection or descriptor behind; a settle asked for afterwards (a worker that started
+    # late) writes nothing, opens nothing and fails nothing. Every delta is in SQLite.
     import sqlite3
     import threading
     import time
-
-    from host.errors import JournalError
 
     path = tmp_path / "journal.sqlite3"
     journal = _streamed_one_commit_a_delta(path, 200)
@@ -384,7 +382,7 @@ def test_closing_during_a_settle_waits_for_it_and_leaves_nothing_open_or_lost(tm
     def worker() -> None:
         try:
             journal.settle_rows(rows)
-        except BaseException as error:  # noqa: BLE001  (reported below)
+        except BaseException as error:  # (asserted below)
             failures.append(error)
 
     settling = threading.Thread(target=worker)
@@ -398,10 +396,9 @@ def test_closing_during_a_settle_waits_for_it_and_leaves_nothing_open_or_lost(tm
     settling.join(10)
     closing.join(10)
     assert not settling.is_alive() and not closing.is_alive()
-    assert failures == [] or all(isinstance(error, JournalError) for error in failures)
+    assert failures == []
     assert _descriptors_on(path) == []
-    with pytest.raises(JournalError):
-        journal.settle_rows(rows)
+    journal.settle_rows(rows)
     assert _descriptors_on(path) == []
     written = sqlite3.connect(path).execute("SELECT seq, content FROM run_texts ORDER BY seq").fetchall()
     assert written == [(seq, f"<{seq}>") for seq in range(2, 201)]
