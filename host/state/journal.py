@@ -37,8 +37,8 @@ The next SQLite transaction (any other entry, a run's next head, ``settle``: sna
 closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
 and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
 new generation's header. Before that, once the tail holds ``TAIL_SETTLE_BYTES``, the log has a
-worker thread write its rows into SQLite on a connection of its own (``rows_to_settle``,
-``settle_rows``, ``rows_settled``), and then settles the tail on the loop, which writes only the
+worker thread write its rows into SQLite on a connection of its own, open for the journal's
+life and closed with it (``rows_to_settle``, ``settle_rows``, ``rows_settled``), and then settles the tail on the loop, which writes only the
 rows that came meanwhile: a full tail's rows written by the event
 loop held it some 7 ms. The tail keeps the worker's rows until its settle (recovery skips them), so
 SQLite holds a prefix of the texts at every moment and the generation moves only with the tail's
@@ -208,6 +208,27 @@ def _flat_rows(texts: list[tuple[Any, ...]]) -> Iterator[Any]:
         yield seq
         yield dumps(marks).decode()
         yield content
+
+
+def _settle_statements(db: sqlite3.Connection, flat: list[Any]) -> None:
+    """Insert the flat ``run_texts`` parameters ``flat`` (``_tail_row_values``) on ``db``, many rows
+    a statement: SQLite's work releases the GIL once a statement, and a release the event loop's
+    thread waits on hands the GIL over (a row a statement cost a streamed chunk some 4,000
+    instructions of such handing; an ``executemany`` of the one-row ``INSERT`` also cost a settle
+    of 511 rows 6.7 million instructions against 4.2: ``benchmarks/journal_settle.py``).
+    Statements of ``_SETTLE_ROWS_A_STATEMENT`` rows, then one of the rest: at most 64 texts, which
+    the settle connection's statement cache (128) keeps prepared, so each is prepared once in the
+    journal's life (some 1.7 million instructions for one of 64 rows). The rest cut in statements
+    of 32, 16, ... rows (seven texts in all) cost a settle some 100,000 instructions more, every
+    time, to save those few preparations."""
+    count = len(flat) // _TAIL_ROW
+    whole = count - count % _SETTLE_ROWS_A_STATEMENT
+    width = _TAIL_ROW * _SETTLE_ROWS_A_STATEMENT
+    if whole:
+        db.executemany(_insert_texts(_SETTLE_ROWS_A_STATEMENT),
+                       (flat[start:start + width] for start in range(0, _TAIL_ROW * whole, width)))
+    if whole < count:
+        db.execute(_insert_texts(count - whole), flat[_TAIL_ROW * whole:])
 
 
 def _size_of(is_action: bool, size: int) -> int:
@@ -457,6 +478,11 @@ class Journal:
         """State part id → characters, for the parts this process wrote or read."""
         self._checkpointing = threading.Lock()
         """Held by a checkpoint: one at a time, so that ``checkpoint_here`` waits for a worker's."""
+        self._settle_lock = threading.Lock()
+        """Held by a settle (``settle_rows``) and by ``close``: one user of the settle connection at a time."""
+        self._settle_db: sqlite3.Connection | None = None
+        """The settle connection (``_settle_connection``), once a settle opened it."""
+        self._closed = False
         self._turn_rows: dict[str, tuple[list[Any], list[list[int]]]] = {}
         """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
 
@@ -628,39 +654,57 @@ class Journal:
         return self._generation, list(self._tail_values)
 
     def settle_rows(self, rows: list[Any]) -> None:
-        """Write ``rows`` (from ``rows_to_settle``, or whole rows of its start) into SQLite, from any thread, on a connection of
-        its own, in one transaction. Nothing becomes durable here: the rows were, in the tail,
-        which keeps them (and its generation) until its settle; killed meanwhile, the journal
-        recovers the tail whole, the rows already in SQLite ignored (``_INSERT_TEXT``). They are
-        the oldest the tail holds, so SQLite holds a prefix of the texts at every moment. A commit
-        of the event loop's waits for this one (SQLite's busy timeout), then skips these rows.
-        The rows' parameters are made one at a time as SQLite asks, and SQLite's work releases
-        the GIL, so the event loop's thread runs between rows."""
-        try:
-            # mode=rw: a journal closed and deleted meanwhile is not created again.
-            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None)) as db:
-                db.execute("PRAGMA synchronous=NORMAL")  # as the writer's: durable across a kill at commit
-                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are the log's (``checkpoint``)
+        """Write ``rows`` (from ``rows_to_settle``, or whole rows of its start) into SQLite, from any
+        thread, in one transaction, on the journal's settle connection (``_settle_connection``: one
+        for the journal's life, used by one settle at a time, closed with the journal). Nothing
+        becomes durable here: the rows were, in the tail, which keeps them (and its generation)
+        until its settle; killed meanwhile, the journal recovers the tail whole, the rows already
+        in SQLite ignored (``_INSERT_TEXT``). They are the oldest the tail holds, so SQLite holds a
+        prefix of the texts at every moment. A commit of the event loop's waits for this one
+        (SQLite's busy timeout), then skips these rows. The rows' parameters are made one at a
+        time as SQLite asks, and SQLite's work releases the GIL, so the event loop's thread runs
+        between rows. After ``close`` it writes nothing and opens nothing: ``close`` settled the
+        tail (or, failing, left it to be recovered), so the rows are where they belong already."""
+        with self._settle_lock:
+            if self._closed:
+                return
+            try:
+                db = self._settle_connection()
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    # Many rows a statement: SQLite's work releases the GIL once a statement, and
-                    # a release the event loop's thread waits on hands the GIL over (a row a
-                    # statement cost a streamed chunk some 4,000 instructions of such handing).
-                    flat = _tail_row_values(rows)
-                    count = len(flat) // _TAIL_ROW
-                    whole = count - count % _SETTLE_ROWS_A_STATEMENT
-                    width = 4 * _SETTLE_ROWS_A_STATEMENT
-                    if whole:
-                        db.executemany(_insert_texts(_SETTLE_ROWS_A_STATEMENT),
-                                       (flat[start:start + width] for start in range(0, 4 * whole, width)))
-                    if whole < count:
-                        db.execute(_insert_texts(count - whole), flat[4 * whole:])
+                    _settle_statements(db, _tail_row_values(rows))
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
                 db.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+            except sqlite3.Error as error:
+                self._close_settle_connection()  # the next settle opens a new one
+                raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+
+    def _settle_connection(self) -> sqlite3.Connection:
+        """The settle connection (``settle_rows``; its lock held), opened on first use or after one
+        failed. Kept open because opening one cost a settle some 530,000 instructions and, its
+        statement cache empty, preparing the rows' ``INSERT`` again some 1.7 million
+        (``benchmarks/journal_settle.py``)."""
+        db = self._settle_db
+        if db is None:
+            # mode=rw: a journal deleted meanwhile is not created again. Any thread: one settle at a time.
+            db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None, check_same_thread=False)
+            try:
+                db.execute("PRAGMA synchronous=NORMAL")  # as the writer's: durable across a kill at commit
+                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are the log's (``checkpoint``)
+            except BaseException:
+                db.close()
+                raise
+            self._settle_db = db
+        return db
+
+    def _close_settle_connection(self) -> None:
+        """Close the settle connection, if open (its lock held); an open transaction is rolled back."""
+        db, self._settle_db = self._settle_db, None
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     def rows_settled(self, generation: int, count: int) -> None:
         """``settle_rows`` wrote the ``count`` oldest values (whole rows) ``rows_to_settle`` gave at
@@ -1080,11 +1124,18 @@ class Journal:
         self._sizes[entry_id] = _size_of(is_action, size)
 
     def close(self) -> None:
+        """Settle everything into SQLite and close: the settle connection first (after the settle
+        writing on it, if one is, which loses nothing: its rows are in the tail, settled here too),
+        then the journal's own, then the tail. Twice is harmless."""
+        with self._settle_lock:
+            self._closed = True
+            self._close_settle_connection()
         try:
             self.flush(settle=True)
-            self._db.close()
         except (sqlite3.Error, JournalError):
             pass
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
         if self._tail >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._tail)

@@ -3,12 +3,15 @@ the process being killed (SIGKILL), a torn last record is left out, and settling
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -293,3 +296,138 @@ def test_a_commit_of_other_entries_behind_a_large_tail_waits_for_a_worker_to_wri
         await store.close()
 
     asyncio.run(stream())
+
+
+def _descriptors_on(path: Path) -> list[str]:
+    """What this process holds open of the journal's files (the database, its WAL and shared
+    memory, its tail): each SQLite connection holds the first three."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith(str(path)):
+                held.append(target)
+    return held
+
+
+def test_a_host_streaming_for_long_opens_one_settle_connection_and_closes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A resource bound: however many times the worker writes the tail into SQLite while a
+    # long stream goes on, the journal opens one connection for it (not one a settle), and
+    # closing the store leaves nothing of the journal open; everything streamed is recovered.
+    import asyncio
+    import sqlite3
+
+    monkeypatch.setattr("host.state.embedded_log.TAIL_SETTLE_BYTES", 1_000)
+    path = tmp_path / "journal.sqlite3"
+    opened: list[str] = []
+    connect = sqlite3.connect
+
+    def counting(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(str(database))
+        return connect(database, *args, **kwargs)
+
+    settles = 0
+    settle_rows = Journal.settle_rows
+
+    def counted(journal: Journal, rows: list[Any]) -> None:
+        nonlocal settles
+        settles += 1
+        settle_rows(journal, rows)
+
+    async def stream() -> dict[str, Any]:
+        store = open_store(path)
+        store.create(A, "chat", chat_state(A))
+        start_turn(store, A, "t")
+        monkeypatch.setattr(sqlite3, "connect", counting)
+        monkeypatch.setattr(Journal, "settle_rows", counted)
+        for index in range(400):
+            store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+            durable = asyncio.get_running_loop().create_future()
+            store.when_durable(lambda durable=durable: durable.set_result(None))
+            await durable
+            if index % 50 == 49:
+                while store.log.settle_task is not None and not store.log.settle_task.done():  # type: ignore[attr-defined]
+                    await store.log.settle_task  # type: ignore[attr-defined]
+        state = store.state(A)
+        await store.close()
+        monkeypatch.undo()
+        return state
+
+    state = asyncio.run(stream())
+    assert settles >= 8  # the worker wrote the tail many times
+    assert len([name for name in opened if str(path) in name]) == 1  # one connection for all of them (was one each)
+    assert _descriptors_on(path) == []  # closed with the journal
+    again = open_store(path)
+    assert again.state(A) == state
+    assert state["activeTurn"]["responseParts"][0]["content"] == "".join(f"<{index}>" for index in range(400))
+
+
+def test_closing_during_a_settle_waits_for_it_and_leaves_nothing_open_or_lost(tmp_path: Path) -> None:
+    # The journal closed while a worker writes its tail into SQLite (here held up by another
+    # writer's transaction): the close waits for that write, settles the rest, and leaves no
+    # connection or descriptor behind; a settle asked for afterwards (a worker that started
+    # late) writes nothing, opens nothing and fails nothing. Every delta is in SQLite.
+    import sqlite3
+    import threading
+    import time
+
+    path = tmp_path / "journal.sqlite3"
+    journal = _streamed_one_commit_a_delta(path, 200)
+    generation, rows = journal.rows_to_settle()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the worker's transaction waits for this one
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            journal.settle_rows(rows)
+        except BaseException as error:  # (asserted below)
+            failures.append(error)
+
+    settling = threading.Thread(target=worker)
+    settling.start()
+    time.sleep(0.2)
+    closing = threading.Thread(target=journal.close)
+    closing.start()
+    time.sleep(0.2)
+    blocker.execute("COMMIT")
+    blocker.close()
+    settling.join(10)
+    closing.join(10)
+    assert not settling.is_alive() and not closing.is_alive()
+    assert failures == []
+    assert _descriptors_on(path) == []
+    journal.settle_rows(rows)
+    assert _descriptors_on(path) == []
+    written = sqlite3.connect(path).execute("SELECT seq, content FROM run_texts ORDER BY seq").fetchall()
+    assert written == [(seq, f"<{seq}>") for seq in range(2, 201)]
+    assert _records(Path(f"{path}-tail")) == 0
+
+
+def test_a_failed_settle_loses_nothing_and_the_next_one_writes(tmp_path: Path) -> None:
+    # A worker's settle that fails (here SQLite refuses a value) writes none of its rows and
+    # keeps nothing broken: the tail still holds them, the next settle writes, and the rows all
+    # arrive once.
+    import sqlite3
+
+    from host.errors import JournalError
+
+    path = tmp_path / "journal.sqlite3"
+    journal = _streamed_one_commit_a_delta(path, 101)
+    generation, rows = journal.rows_to_settle()
+    journal.settle_rows(rows[:4 * 10])
+    journal.rows_settled(generation, 4 * 10)
+    generation, rows = journal.rows_to_settle()
+    with pytest.raises(JournalError):
+        journal.settle_rows([*rows[:4 * 70], object(), 1, None, "x"])  # a value SQLite cannot bind
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT COUNT(*) FROM run_texts").fetchone()[0] == 10  # rolled back whole
+    assert journal.unsettled == 90
+    journal.settle_rows(rows)
+    journal.rows_settled(generation, len(rows))
+    assert journal.unsettled == 0
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 102))
+    reader.close()
+    journal.close()
+    assert _descriptors_on(path) == []
