@@ -223,7 +223,7 @@ class _Template:
         return response
 
 
-_Lean: type | None = None
+_Lean: Any = None
 """The ``httpx.Cookies`` whose ``extract_cookies`` reads only a response that sets a cookie (made
 on first use: ``httpx`` is imported when a client is)."""
 
