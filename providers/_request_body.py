@@ -32,6 +32,17 @@ base URL changed since, goes the plain way (``post``), and
 ``AGENT_HOST_REQUEST_TEMPLATES=0`` turns it off. ``tests/providers/test_request_body.py`` checks
 that both ways put the same bytes on the wire and raise the same errors.
 
+**Cookies read only from a response that sets one** (the same seam, the same clients): ``httpx``
+hands every response to its client's cookie jar (``Cookies.extract_cookies``), which wraps the
+request and the response for the standard library's ``CookieJar`` (a copy of every header, an
+``email`` message built twice) to find, nearly always, that the response sets no cookie, when the
+jar does nothing (``CookieJar.make_cookies`` returns at once without a ``Set-Cookie`` or
+``Set-Cookie2`` header). A client that takes the kept way gets, once, a ``Cookies`` of the same jar
+whose ``extract_cookies`` looks at the response's header names first and hands a response that
+sets a cookie to httpx's own (``_lean_cookies``): the same jar, the same cookies sent next. A
+client whose cookies are anything but a plain ``httpx.Cookies`` with its ``jar`` (set again by its
+owner, a subclass, another httpx) is left as it is: every response read the plain way.
+
 A stream whose reads the provider's stall watch bounds (``providers._streaming``: ``stall_timeout``)
 is sent with :func:`unbounded_reads` of the client's timeout: no per-read bound in the HTTP client.
 The aiohttp transport the SDKs use arms a timer for that bound on every chunk it receives (a timer
@@ -193,6 +204,8 @@ class _Template:
 
         http = client._client
         cookies = http.cookies
+        if type(cookies) is httpx.Cookies:  # (a new client, or its owner set its cookies again)
+            _lean_cookies(http)
         request = httpx.Request(self.method, self.url, headers=self.headers, content=content,
                                 cookies=cookies if cookies else None, extensions=dict(self.extensions))
         try:
@@ -208,3 +221,41 @@ class _Template:
                 await response.aread()
             raise client._make_status_error_from_response(response) from None
         return response
+
+
+_Lean: Any = None
+"""The ``httpx.Cookies`` whose ``extract_cookies`` reads only a response that sets a cookie (made
+on first use: ``httpx`` is imported when a client is)."""
+
+_SETS_COOKIE = (b"set-cookie", b"set-cookie2")
+"""The response headers the standard library's ``CookieJar.make_cookies`` reads (and nothing else)."""
+
+
+def _lean_cookies(http: Any) -> None:
+    """Give ``http`` (an ``httpx.AsyncClient`` whose cookies are a plain ``httpx.Cookies``) cookies of
+    the same jar that skip a response setting none (see the module docstring); anything else is
+    left as it is."""
+    global _Lean
+
+    import httpx
+
+    try:
+        cookies = http._cookies
+        jar = cookies.jar
+    except AttributeError:  # internals moved: every response read the plain way
+        return
+    if type(cookies) is not httpx.Cookies:
+        return
+    if _Lean is None:
+
+        class Lean(httpx.Cookies):
+            def extract_cookies(self, response: httpx.Response) -> None:
+                for name, _ in response.headers.raw:
+                    if name.lower() in _SETS_COOKIE:
+                        super().extract_cookies(response)
+                        return
+
+        _Lean = Lean
+    lean = _Lean.__new__(_Lean)
+    lean.jar = jar
+    http._cookies = lean

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import anthropic
+import httpx
 import httpx2
 import openai
 import pytest
@@ -323,3 +324,42 @@ async def test_cookies_a_server_set_are_sent_as_the_sdk_sends_them() -> None:
     first, second, third, posted = server.requests
     assert "cookie" not in first.headers and second.headers["cookie"] == "__cf_bm=abc"
     assert sorted(third.headers["cookie"].split("; ")) == sorted(posted.headers["cookie"].split("; ")) == ["__cf_bm=abc", "later=1"]
+
+
+async def test_a_cookie_a_kept_request_s_response_sets_is_sent_with_the_next_and_a_cleared_one_is_not() -> None:
+    # The kept way reads cookies only from a response that sets one (providers._request_body,
+    # "Cookies read only from a response that sets one"): one set, then cleared, on responses to
+    # kept requests, reaches the requests after each as it would through the SDK's post.
+    set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
+    cleared = {"set-cookie": "__cf_bm=gone; Path=/; Max-Age=0"}
+    replies = [Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi"), headers=set_cookie),
+               Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi"), headers=cleared), Reply(200, chat_sse("hi"))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        client = _client(server.base_url)
+        try:
+            for _ in replies:
+                await _send(client)
+            assert type(client._client.cookies) is not httpx.Cookies  # the lean cookies were taken
+        finally:
+            await client.close()
+    assert [seen.headers.get("cookie") for seen in server.requests] == [None, None, None, "__cf_bm=abc", "__cf_bm=abc", None]
+
+
+async def test_cookies_of_a_kind_the_seam_does_not_know_are_left_as_they_are_and_still_kept() -> None:
+    # The plain fallback: a client whose cookies are not a plain httpx.Cookies (its owner's own)
+    # keeps them, and httpx reads every response into them as it always does.
+    class Own(httpx.Cookies):
+        pass
+
+    set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
+    async with FakeProviderServer([Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi"), headers=set_cookie),
+                                   Reply(200, chat_sse("hi"))], base_path="/v1") as server:
+        client = _client(server.base_url)
+        client._client._cookies = Own()
+        try:
+            for _ in range(3):
+                await _send(client)
+            assert type(client._client.cookies) is Own
+        finally:
+            await client.close()
+    assert [seen.headers.get("cookie") for seen in server.requests] == [None, None, "__cf_bm=abc"]
