@@ -61,8 +61,9 @@ are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's en
 test for the text appends written out), its group's state looked up once for a run of its
 records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
-acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
-takes the longer way), and each stored record is stamped and its result put straight into its
+acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (joined,
+cut between them and checked as digits at once: ``_stored_seqs``), else in one ``orjson`` pass (one
+with an error takes the longer way), and each stored record is stamped and its result put straight into its
 caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
 tick's records counted once). A tick of a streamed turn (actions of one group, nothing of it in flight: ``send_told``) takes a
 shorter way still: one loop per record builds its payload, subject and whole ``HPUB`` command and
