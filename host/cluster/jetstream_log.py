@@ -61,8 +61,9 @@ are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's en
 test for the text appends written out), its group's state looked up once for a run of its
 records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
-acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
-takes the longer way), and each stored record is stamped and its result put straight into its
+acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (joined,
+cut between them and checked as digits at once: ``_stored_seqs``), else in one ``orjson`` pass (one
+with an error takes the longer way), and each stored record is stamped and its result put straight into its
 caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
 tick's records counted once). A tick of a streamed turn (actions of one group, nothing of it in flight: ``send_told``) takes a
 shorter way still: one loop per record builds its payload, subject and whole ``HPUB`` command and
@@ -334,6 +335,8 @@ class JetStreamLog:
         random bits, unique to this process within the stream's duplicate window."""
         self._batches = 0
         self._wire: Sender = sender(client, fast_wire)
+        self._ack_head = ack_head(stream)
+        """What an acknowledgement of a message stored in the stream begins with (``_stored_seqs``)."""
         """How a batch leaves and its acknowledgement comes back (``host.cluster._wire``)."""
         self.on_lost: Callable[[str], None] = lambda group: None
         """Called with a group this process stopped owning (lease lost, fenced, or cut off)."""
@@ -712,7 +715,7 @@ class JetStreamLog:
         """Every reply to a ``send_told`` batch came (or its send failed): every record stored,
         each is stamped and its outcome told here (``Told``); otherwise the batch is worked out
         as ``_acked``'s, the tick counted."""
-        seqs = _stored_seqs(replies)
+        seqs = _stored_seqs(replies, self._ack_head)
         if seqs is None:
             batch = self._pendings(entries, stems, tick)
             asyncio.get_running_loop().create_task(
@@ -794,7 +797,7 @@ class JetStreamLog:
         """Every reply to a batch came (or its send failed). The common case, every message
         stored, is finished here at once, the acknowledgements parsed in one pass; a refusal or
         a lost acknowledgement is worked out in a task (``_after_failure``)."""
-        seqs = _stored_seqs(replies)
+        seqs = _stored_seqs(replies, self._ack_head)
         if seqs is not None:
             self._stored(state, batch, seqs)
             if state.queue:
@@ -1150,26 +1153,47 @@ class JetStreamLog:
 
 
 
-def _stored_seqs(replies: list[bytes | BaseException]) -> list[int] | None:
+def _stored_seqs(replies: list[bytes | BaseException], head: bytes) -> list[int] | None:
     """The stream sequence of each message of a batch, in order, when every reply is an
     acknowledgement that stored it; None when any is an error or failed (the batch is then worked
-    out message by message). The acknowledgements are parsed in one ``orjson`` pass."""
+    out message by message). ``head`` is what a plain acknowledgement of the log's stream begins
+    with (``{"stream":"AHP","seq":``, :func:`ack_head`): a reply that is that, digits and ``}``
+    (the server's acknowledgement of a message stored, not a copy) is read by hand, the batch's
+    at once (joined, cut at the ``}`` and head between two replies, its numbers checked as
+    digits together); any other shape (a copy's ``"duplicate"``, a domain, an error) by ``orjson``."""
     if len(replies) == 1:  # a chunk a tick
         reply = replies[0]
-        if reply.__class__ is bytes:
-            answer = orjson.loads(reply)
-            if "error" not in answer:
-                return [answer["seq"]]
-        return None
+        if reply.__class__ is not bytes:
+            return None
+        if reply.startswith(head) and reply.endswith(b"}"):
+            number = reply[len(head):-1]
+            if number.isdigit():
+                return [int(number)]
+        answer = orjson.loads(reply)
+        return [answer["seq"]] if "error" not in answer else None
     try:
-        joined = b",".join(replies)  # type: ignore[arg-type]  # (bytes unless it raises)
+        joined = b"\n".join(replies)  # type: ignore[arg-type]  # (bytes unless it raises)
     except TypeError:  # an error among them
         return None
+    if joined.startswith(head) and joined.endswith(b"}"):
+        # ``<head>N}`` each, joined by line breaks: cut at each ``}\n<head>``, ``len(replies)``
+        # numbers, all digits (then every line break is one of the joins, so each reply is one of
+        # them whole).
+        numbers = joined[len(head):-1].split(b"}\n" + head)
+        if len(numbers) == len(replies) and b"".join(numbers).isdigit() and b"" not in numbers:
+            return list(map(int, numbers))
     # (``find``, not ``in``: bytes' ``in`` tries its operand as an int first, and pays for the
     # TypeError; a stream named "error" takes the longer way, message by message, still right.)
     if joined.find(b'"error"') >= 0:
         return None
-    return list(map(_SEQ, orjson.loads(b"[" + joined + b"]")))
+    return list(map(_SEQ, orjson.loads(b"[" + b",".join(replies) + b"]")))  # type: ignore[arg-type]
+
+
+def ack_head(stream: str) -> bytes:
+    """What the server's acknowledgement of a message stored in ``stream`` begins with (its
+    sequence, digits, and ``}`` follow)."""
+    return b'{"stream":' + orjson.dumps(stream) + b',"seq":'
+
 
 async def _said(error: Exception) -> None:
     """The NATS client's errors (a refused connection while it retries, ...): one line each, not the
