@@ -17,7 +17,7 @@ import pytest
 
 from ahp.jsonrpc import action_frame
 from ahp.state.channels import chat_uri, default_chat_uri
-from host.cluster.jetstream_log import JetStreamLog, Record, Stamped
+from host.cluster.jetstream_log import JetStreamLog, Record, Stamped, _stored_seqs, ack_head
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.subjects import untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
@@ -752,3 +752,25 @@ async def test_a_one_pass_tick_whose_acknowledgements_were_lost_is_settled_by_wh
         assert [r.body for r in await log.read(0) if r.kind == "action"] == envelopes + more
     finally:
         await writer.close()
+
+
+# The server's acknowledgements of a batch, read into sequence numbers (``_stored_seqs``): a plain
+# acknowledgement is read by hand, any other shape by orjson, and anything short of every message
+# stored sends the batch message by message (None).
+_HEAD = ack_head("AHP")
+
+
+@pytest.mark.parametrize(("replies", "seqs"), [
+    ([b'{"stream":"AHP","seq":7}'], [7]),
+    ([b'{"stream":"AHP","seq":7}', b'{"stream":"AHP","seq":8}', b'{"stream":"AHP","seq":12}'], [7, 8, 12]),
+    ([b'{"stream":"AHP","seq":7,"duplicate":true}'], [7]),
+    ([b'{"stream":"AHP","seq":7}', b'{"stream":"AHP","seq":8,"duplicate":true}'], [7, 8]),
+    ([b'{"stream":"AHP","domain":"hub","seq":9}', b'{"stream":"AHP","seq":10}'], [9, 10]),
+    ([b'{"stream":"AHP","seq":7}', b'{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 6"}}'], None),
+    ([b'{"error":{"code":503,"description":"unavailable"}}'], None),
+    ([b'{"stream":"AHP","seq":7}', TimeoutError()], None),
+    ([TimeoutError()], None),
+])
+def test_a_batchs_acknowledgements_give_each_message_its_sequence_or_none_unless_all_were_stored(
+        replies: list[bytes | BaseException], seqs: list[int] | None) -> None:
+    assert _stored_seqs(replies, _HEAD) == seqs
