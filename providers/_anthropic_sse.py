@@ -84,9 +84,9 @@ class AnthropicEventStream:
                 *blocks, rest = chunk.split(b"\n\n")
                 for block in blocks:
                     prefix = reader.bare_prefix
-                    if prefix is not None and block[:len(prefix)] == prefix and block[-1:] == b"}":
+                    if prefix is not None and block[:(length := len(prefix))] == prefix and block[-1:] == b"}":
                         # S, then ``}``, blanks and ``}``: S is what is left once those are cut
-                        text = block[len(prefix):-1].rstrip(b" \t")
+                        text = block[length:-1].rstrip(b" \t")
                         if text[-2:] == b'"}' and text[:1] == b'"':
                             try:
                                 piece = loads(text[:-1])
