@@ -4,25 +4,29 @@ the general reader's way as its fallback for every event it does not recognise.
 Nearly every event of an Anthropic answer is a ``content_block_delta`` carrying the next piece of
 the block being streamed (text, thinking or a tool call's input). The general reader
 (``providers._sse.RawEventStream``) parses each event's ``data`` into a dict (two objects, five
-keys, three strings and the index) and the translator reads one string back out of it.
-:class:`AnthropicEventStream` reads the body the same way (the same ``body_reader``, line ends
-and blank lines), but an event whose bytes are exactly
+keys, three strings and the index), which the translator then reads for one string.
+:class:`AnthropicEventStream` reads the body the same way (``body_reader``, the same line ends and
+blank lines), but an event whose bytes are exactly
 
     ``event: content_block_delta`` LF ``data: {"type":"content_block_delta","index":I,"delta":{"type":"T","F":`` S ``}`` blanks ``}``
 
-(the reader's ``bare_prefix``, kept by the translator: the bytes up to S for the block it would
-take a bare delta of now, ``providers.anthropic._Translator``), where S is one JSON string (it starts and ends with ``"`` and orjson
-reads it as a ``str``) and the blanks are JSON's spaces or tabs (the API pads every delta there),
-is yielded as that string alone: only S is parsed. Such an event is valid JSON and its ``data`` is
-``{"type": "content_block_delta", "index": I, "delta": {"type": T, F: S}}``, which the translator
-would have taken as a bare delta of S (non-empty) anyway; any other event (another layout, other
-members, an empty piece, JSON that does not parse, ``ping``, ``error``...) is read as the general
-reader reads it (``RawEventStream._block`` and orjson, an ``error`` event raised through ``error``)
-and yielded as its dict. So the translator's result is the same either way
-(``tests/providers/test_anthropic_sse.py`` compares both over the recordings, cut at every byte).
+up to S being its reader's ``bare_prefix`` (kept by the translator,
+``providers.anthropic._Translator``: the bytes a delta of the block it would take a bare delta of
+begins with, as the API writes them, no spaces), where S is one JSON string (it starts and ends
+with ``"`` and orjson reads it as a non-empty ``str``) and the blanks are JSON's spaces or tabs
+(the API pads every delta there), is yielded as that string alone: only S is parsed. Such an event
+is valid JSON whose ``data`` is ``{"type": "content_block_delta", "index": I, "delta": {"type": T,
+F: S}}``, which the translator takes as a bare delta of S anyway. Any other event (another
+layout, other members, an empty piece, JSON that does not parse, ``ping``, ``error``...) is read
+as the general reader reads it (an ``event`` and one ``data`` line directly, anything else by
+``RawEventStream._block``; orjson; an ``error`` event raised through ``error``) and yielded as its
+dict. So the translator's result is the same either way (``tests/providers/test_anthropic_sse.py``
+compares both over the recordings cut into reads of every size, and over events laid out in other
+ways; ``tests/host/runtime/agents/test_bare_text.py`` compares what a client sees).
 
 Items are ``(None, data)`` pairs as ``RawEventStream(names=False)`` gives them; ``data`` is a
-``str`` (a recognised piece) or the event's parsed ``data``.
+``str`` (a piece picked out) or the event's parsed ``data``. What it saves a chunk is in
+``benchmarks/README.md`` ("Streamed chunk end to end, Anthropic: a delta's piece read out of its bytes").
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import orjson
 from ._body_bytes import body_reader
 from ._sse import RawEventStream
 
-__all__ = ["AnthropicEventStream", "delta_prefix"]
+__all__ = ["AnthropicEventStream", "BarePrefix", "delta_prefix"]
 
 _EVENT = b"event: "
 _DATA = b"data: "
@@ -50,6 +54,8 @@ def delta_prefix(index: int, delta_type: str, field: str) -> bytes:
 
 
 class BarePrefix(Protocol):
+    """Whoever says which pieces the reader may give as a ``str`` (the translator)."""
+
     bare_prefix: bytes | None
     """The prefix (``delta_prefix``) of the event whose piece may be yielded as a ``str`` now; None: none."""
 

@@ -14,8 +14,11 @@ accumulator already.
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
 the SDK's typed models would cost several times more a chunk (``benchmarks/provider_parsing.py``;
-the typed way remains the fallback, ``providers._events``). An ``error`` event inside the stream is raised
-as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
+the typed way remains the fallback, ``providers._events``). On that raw way a delta of the block
+started last whose bytes are laid out as the API writes them gives its piece alone, only that
+string parsed (``providers._anthropic_sse``; ``_Translator.bare_prefix``), and ``feed_bare``
+takes it as it is. An ``error`` event inside the stream is raised as the SDK would raise it
+(``anthropic.APIStatusError`` on the 200 response).
 """
 
 from __future__ import annotations
