@@ -14,8 +14,11 @@ accumulator already.
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
 the SDK's typed models would cost several times more a chunk (``benchmarks/provider_parsing.py``;
-the typed way remains the fallback, ``providers._events``). An ``error`` event inside the stream is raised
-as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
+the typed way remains the fallback, ``providers._events``). On that raw way a delta of the block
+started last whose bytes are laid out as the API writes them gives its piece alone, only that
+string parsed (``providers._anthropic_sse``; ``_Translator.bare_prefix``), and ``feed_bare``
+takes it as it is. An ``error`` event inside the stream is raised as the SDK would raise it
+(``anthropic.APIStatusError`` on the 200 response).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import os
 from typing import Any
 
+from ._anthropic_sse import AnthropicEventStream, BarePrefix, delta_prefix
 from ._events import TypedEventStream, open_events
 from ._sse import RawEventStream
 from ._streaming import sdk_events
@@ -76,6 +80,10 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 _CONTENT_OF: dict[str, str] = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 """A ``content_block_delta``'s type → the member of its ``delta`` holding the part's streamed content."""
+
+_DELTA_OF: dict[str, tuple[str, str]] = {"text": ("text_delta", "text"), "thinking": ("thinking_delta", "thinking"),
+                                         "tool_use": ("input_json_delta", "partial_json")}
+"""A content block's type → the type of the deltas streaming its content and the member holding it."""
 
 
 class AnthropicProvider:
@@ -133,7 +141,7 @@ class AnthropicProvider:
         translator = _Translator()
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
-            lambda params: open_event_stream(self._sdk(), params, request.stall_timeout),
+            lambda params: open_event_stream(self._sdk(), params, request.stall_timeout, translator),
             translator.feed_bare,
             map_error,
             finished=lambda: translator.finished,
@@ -147,13 +155,19 @@ class AnthropicProvider:
 
 
 async def open_event_stream(client: Any, params: dict[str, Any], stall_timeout: float | None = None,
-                            ) -> RawEventStream | TypedEventStream:
+                            reader: BarePrefix | None = None) -> RawEventStream | TypedEventStream | AnthropicEventStream:
     """The SDK sends the request; the events are read as plain dicts (``providers._events``).
-    ``stall_timeout``: the caller's stall watch bounds every read (no per-read bound in the client)."""
+    ``stall_timeout``: the caller's stall watch bounds every read (no per-read bound in the client).
+    ``reader``: a translator whose streamed pieces may come as ``str`` (``providers._anthropic_sse``,
+    on the raw way only)."""
     import anthropic
 
     watched = (stall_timeout, anthropic.Timeout) if stall_timeout is not None else None
-    return await open_events(client, "/v1/messages", params, error=stream_error, names=False, watched=watched)
+    stream = await open_events(client, "/v1/messages", params, error=stream_error, names=False, watched=watched)
+    if reader is not None and type(stream) is RawEventStream:
+        response = stream.response
+        return AnthropicEventStream(response, reader, lambda data: stream_error(response, data))
+    return stream
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:
@@ -187,27 +201,39 @@ class _Translator:
         self._pieces: list[str] | None = None
         """That block's pieces while its part is open (``StreamAccumulator.bare_pieces``): its deltas
         may be given bare."""
+        self._prefixes: dict[int, bytes] = {}
+        """Per started block whose content streams, the bytes its deltas begin with (``delta_prefix``)."""
+        self.bare_prefix: bytes | None = None
+        """While ``_pieces`` is open, the bytes a delta of that block begins with: the raw reader
+        (``providers._anthropic_sse``) gives the content of such an event as a ``str``."""
 
-    def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
+    def feed(self, raw: dict[str, Any] | str) -> list[StreamEvent]:
         """The events of one raw event."""
         return self.acc.unbared(self.feed_bare(raw))
 
-    def feed_bare(self, raw: dict[str, Any]) -> str | list[StreamEvent]:
+    def feed_bare(self, raw: dict[str, Any] | str) -> str | list[StreamEvent]:
         """``feed``, but a delta of text, thinking or tool input for the open block started last
         gives its content, a bare delta (``providers.stream``), already folded into the accumulator:
-        no event made."""
-        # Nearly every event of an answer: exactly what the general way below makes of it, with
+        no event made. ``raw`` may be that content itself, a ``str`` the raw reader picked out of a
+        delta event of that block (``bare_prefix``)."""
+        if type(raw) is str:
+            self._pieces.append(raw)  # type: ignore[union-attr]  # a str only while _pieces is open
+            return raw
+        data: dict[str, Any] = raw  # type: ignore[assignment]  # not a str
+        # Nearly every event of an answer that the raw reader did not give as a str (the SDK's
+        # typed events, another layout): exactly what the general way below makes of it, with
         # fewer steps; anything else goes that way.
-        if self._pieces is not None and raw.get("type") == "content_block_delta" and raw.get("index") == self._last:
-            delta = raw.get("delta")
+        if self._pieces is not None and data.get("type") == "content_block_delta" and data.get("index") == self._last:
+            delta = data.get("delta")
             if type(delta) is dict:
                 field = _CONTENT_OF.get(delta.get("type"))  # type: ignore[arg-type]  # any type: None if not ours
                 content = delta.get(field) if field is not None else None
                 if type(content) is str and content:
                     self._pieces.append(content)
                     return content
-        events = self._feed(raw)
-        self._pieces = self.acc.bare_pieces(self._last)
+        events = self._feed(data)
+        self._pieces = pieces = self.acc.bare_pieces(self._last)
+        self.bare_prefix = self._prefixes.get(self._last) if pieces is not None else None  # type: ignore[arg-type]
         return events
 
     def _feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
@@ -237,6 +263,8 @@ class _Translator:
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
         kind = block.get("type")
         self._blocks[index] = block
+        if kind in _DELTA_OF and type(index) is int:
+            self._prefixes[index] = delta_prefix(index, *_DELTA_OF[kind])
         if kind == "text":
             events: list[StreamEvent] = [self.acc.start(index, "text")]
             initial = block.get("text", "")

@@ -236,3 +236,33 @@ async def test_a_recorded_session_with_reasoning_and_a_tool_call_replays_the_sam
     assert ("reasoning", " a lookup") in streamed and ("toolCallDelta", '": "') in streamed  # chunk by chunk, as recorded
     assert bare_actions == delta_actions
     assert bare_state == delta_state
+
+
+@pytest.mark.parametrize("versions", [LEGACY_VERSIONS, PROTOCOL_VERSIONS], ids=["0.2.0", "model"])
+@pytest.mark.parametrize("case", [case for case in CASES if case.startswith("anthropic-")])
+async def test_a_client_sees_the_same_actions_whether_anthropic_pieces_are_picked_out_of_the_bytes_or_each_event_parsed_whole(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch, case: str, versions: tuple[str, ...],
+) -> None:
+    """The Anthropic provider reads a streamed piece straight out of its event's bytes
+    (``providers._anthropic_sse``); with the general reader instead (every event parsed whole,
+    ``providers._sse.RawEventStream``) the client sees the same actions and state."""
+    from providers import anthropic
+    from providers._sse import RawEventStream
+
+    picked: list[str] = []
+    feed_bare = anthropic._Translator.feed_bare
+
+    def noting(self: Any, raw: Any) -> Any:
+        if type(raw) is str:
+            picked.append(raw)
+        return feed_bare(self, raw)
+
+    monkeypatch.setattr(anthropic._Translator, "feed_bare", noting)
+    short_actions, short_state, _ = await _run(tmp_path / "short", frame_checker, case, versions, "provider")
+    assert picked  # the recording's pieces did take the short way
+    picked.clear()
+    monkeypatch.setattr(anthropic, "AnthropicEventStream", lambda response, reader, error: RawEventStream(response, error=error, names=False))
+    plain_actions, plain_state, _ = await _run(tmp_path / "plain", frame_checker, case, versions, "provider")
+    assert not picked
+    assert short_actions == plain_actions
+    assert short_state == plain_state
