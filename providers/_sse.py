@@ -43,6 +43,7 @@ class RawEventStream:
         self.response = response
         self._names = names
         self._done = done.encode() if done is not None else None
+        self._done_length = len(self._done) if self._done is not None else 0
         self._error = error
         self._rest = b""
         """The bytes read after the last whole event (its start), waiting for the rest."""
@@ -110,8 +111,7 @@ class RawEventStream:
             if keep:
                 chunk += b"\r"
         *blocks, self._rest = chunk.split(b"\n\n")
-        done, error, names = self._done, self._error, self._names
-        done_length = len(done) if done is not None else 0
+        done, done_length, error, names = self._done, self._done_length, self._error, self._names
         for block in blocks:
             event: str | None = None
             head, newline, tail = block.partition(b"\n")
@@ -133,8 +133,10 @@ class RawEventStream:
                 self.ended = True
                 return found
             value = orjson.loads(text)  # ``_decode``, inlined: this runs for every event
-            # Only what can be an error payload is shown to ``error`` (see the class).
-            if error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
+            # Only what can be an error payload is shown to ``error`` (see the class). (``in`` and a
+            # subscript, not ``get``: no method call for a chunk, which has no ``type`` in Chat
+            # Completions and a ``type`` other than ``error`` in the others.)
+            if error is not None and type(value) is dict and ("error" in value or ("type" in value and value["type"] == "error")):
                 failure = error(value)
                 if failure is not None:
                     if not found:
