@@ -13,7 +13,8 @@ except ``event``, which is passed along.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import orjson
@@ -42,70 +43,120 @@ class RawEventStream:
         self.response = response
         self._names = names
         self._done = done.encode() if done is not None else None
+        self._done_length = len(self._done) if self._done is not None else 0
         self._error = error
+        self._rest = b""
+        """The bytes read after the last whole event (its start), waiting for the rest."""
+        self.ended = False
+        """Whether the stream's end was read: ``done``'s text, or an error payload (then raised by
+        ``ended_with`` once the events before it were taken)."""
+        self._failure: BaseException | None = None
 
     def __aiter__(self) -> AsyncIterator[tuple[str | None, Any]]:
         return self._events()
 
+    def reading(self) -> tuple[Callable[[], Awaitable[bytes]], AbstractContextManager[Any]]:
+        """``(read, errors)``: the body's bytes as ``providers._body_bytes.body_reader`` reads them,
+        for a reader that splits them itself (``split``, then ``last`` at the body's end): what
+        ``async for`` does, without an async generator between the bytes and the reader
+        (``providers._streaming.sdk_events``, which reads every streamed chunk so)."""
+        return body_reader(self.response)  # aiohttp's own reader where it can
+
     async def _events(self) -> AsyncIterator[tuple[str | None, Any]]:
-        # Bytes are split here rather than through httpx's aiter_text/aiter_lines: one generator
-        # layer instead of four (the bytes themselves read as ``providers._body_bytes`` says), and
-        # orjson reads the ``data`` bytes without a decode. Splitting bytes is safe: ``\n`` and
-        # ``\r`` never occur inside a UTF-8 sequence. Line ends made ``\n``, a blank line is
-        # ``\n\n``: the body is cut into whole events at those, and an
-        # event of one ``data`` line (after one ``event`` line, or none), which is what these APIs
-        # send, is read without going through its lines; any other is read line by line (``_block``).
-        rest = b""
-        done, error, loads, block_of, names = self._done, self._error, orjson.loads, self._block, self._names
-        done_length = len(done) if done is not None else 0
-        next_bytes, errors = body_reader(self.response)  # aiohttp's own reader where it can
+        next_bytes, errors = self.reading()
+        split = self.split
         with errors:
             while chunk := await next_bytes():
-                if rest:
-                    chunk = rest + chunk
-                # ``partition``, not ``in`` or ``find``: Python 3.11's ``bytes in bytes`` first tries the
-                # operand as an integer (a TypeError raised and cleared, ~1,800 instructions), and
-                # ``find`` parses its arguments the old way (~600); ``partition`` takes one argument
-                # and, where the separator is absent (nearly always), copies nothing.
-                if chunk.partition(b"\r")[1]:
-                    # A ``\r`` at the very end may be the first half of ``\r\n``: keep it for the next read.
-                    keep = chunk.endswith(b"\r")
-                    chunk = chunk[:-1] if keep else chunk
-                    chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-                    if keep:
-                        chunk += b"\r"
-                *blocks, rest = chunk.split(b"\n\n")
-                for block in blocks:
-                    event: str | None = None
-                    head, newline, tail = block.partition(b"\n")
-                    if not newline and head[:6] == _DATA:  # nearly every event of OpenAI's
-                        text = head[6:]
-                    elif newline and head[:7] == _EVENT and tail[:6] == _DATA and not tail.partition(b"\n")[1]:
-                        # nearly every event of Anthropic's and Responses'
-                        if names:
-                            event = head[7:].decode("utf-8", errors="replace")
-                        text = tail[6:]
-                    else:
-                        read = block_of(block)
-                        if read is None:
-                            continue
-                        event, text = read
-                        if not names:
-                            event = None
-                    if done is not None and text[:done_length] == done:  # (``startswith`` parses a tuple of arguments)
-                        return
-                    value = loads(text)  # ``_decode``, inlined: this runs for every event
-                    # Only what can be an error payload is shown to ``error`` (see the class).
-                    if error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
-                        failure = error(value)
-                        if failure is not None:
-                            raise failure
-                    yield event, value
+                for item in split(chunk):
+                    yield item
+                if self.ended:
+                    self.ended_with()
+                    return
+        for item in self.last():
+            yield item
+
+    def ended_with(self) -> None:
+        """After ``split`` said the stream ``ended``: raise the error payload that ended it, if one did."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def split(self, chunk: bytes) -> list[tuple[str | None, Any]]:
+        """The events whose end ``chunk`` (the body's next bytes) brings, in order: each
+        ``(event name, data decoded)``. Once the stream's end is read (``done``, or an error payload,
+        whose exception ``ended_with`` raises after the events before it) ``ended`` is True and
+        nothing more is read. A ``data`` that is not JSON raises orjson's error here."""
+        # Bytes are split here rather than through httpx's aiter_text/aiter_lines: no generator
+        # layer (the bytes themselves read as ``providers._body_bytes`` says), and orjson reads
+        # the ``data`` bytes without a decode. Splitting bytes is safe: ``\n`` and ``\r`` never
+        # occur inside a UTF-8 sequence. Line ends made ``\n``, a blank line is ``\n\n``: the
+        # body is cut into whole events at those, and an event of one ``data`` line (after one
+        # ``event`` line, or none), which is what these APIs send, is read without going through
+        # its lines; any other is read line by line (``_block``).
+        found: list[tuple[str | None, Any]] = []
+        if self.ended:
+            return found
+        rest = self._rest
+        if rest:
+            chunk = rest + chunk
+        # ``partition``, not ``in`` or ``find``: Python 3.11's ``bytes in bytes`` first tries the
+        # operand as an integer (a TypeError raised and cleared, ~1,800 instructions), and
+        # ``find`` parses its arguments the old way (~600); ``partition`` takes one argument
+        # and, where the separator is absent (nearly always), copies nothing.
+        if chunk.partition(b"\r")[1]:
+            # A ``\r`` at the very end may be the first half of ``\r\n``: keep it for the next read.
+            keep = chunk.endswith(b"\r")
+            chunk = chunk[:-1] if keep else chunk
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if keep:
+                chunk += b"\r"
+        *blocks, self._rest = chunk.split(b"\n\n")
+        done, done_length, error, names = self._done, self._done_length, self._error, self._names
+        for block in blocks:
+            event: str | None = None
+            head, newline, tail = block.partition(b"\n")
+            if not newline and head[:6] == _DATA:  # nearly every event of OpenAI's
+                text = head[6:]
+            elif newline and head[:7] == _EVENT and tail[:6] == _DATA and not tail.partition(b"\n")[1]:
+                # nearly every event of Anthropic's and Responses'
+                if names:
+                    event = head[7:].decode("utf-8", errors="replace")
+                text = tail[6:]
+            else:
+                read = self._block(block)
+                if read is None:
+                    continue
+                event, text = read
+                if not names:
+                    event = None
+            if done is not None and text[:done_length] == done:  # (``startswith`` parses a tuple of arguments)
+                self.ended = True
+                return found
+            value = orjson.loads(text)  # ``_decode``, inlined: this runs for every event
+            # Only what can be an error payload is shown to ``error`` (see the class). (``in`` and a
+            # subscript, not ``get``: no method call for a chunk, which has no ``type`` in Chat
+            # Completions and a ``type`` other than ``error`` in the others.)
+            if error is not None and type(value) is dict and ("error" in value or ("type" in value and value["type"] == "error")):
+                failure = error(value)
+                if failure is not None:
+                    if not found:
+                        raise failure
+                    self.ended, self._failure = True, failure
+                    return found
+            found.append((event, value))
+        return found
+
+    def last(self) -> list[tuple[str | None, Any]]:
+        """At the body's end: the last event, had it no blank line after it (none once ``ended``)."""
+        if self.ended:
+            return []
+        rest, self._rest = self._rest, b""
         if rest.endswith(b"\r"):
             rest = rest[:-1]
         read = self._block(rest)  # a last event without its blank line
-        if read is not None and (done is None or not read[1].startswith(done)):
-            yield read[0] if names else None, self._decode(read[1])
+        if read is None or (self._done is not None and read[1].startswith(self._done)):
+            return []
+        return [(read[0] if self._names else None, self._decode(read[1]))]
 
     @staticmethod
     def _block(block: bytes) -> tuple[str | None, bytes] | None:
@@ -129,7 +180,8 @@ class RawEventStream:
 
     def _decode(self, text: bytes) -> Any:
         value = orjson.loads(text)
-        if self._error is not None:
+        # As ``split`` does: only what can be an error payload is shown to ``error`` (see the class).
+        if self._error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
             failure = self._error(value)
             if failure is not None:
                 raise failure

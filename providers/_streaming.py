@@ -13,6 +13,10 @@ streamed) instead of hanging until the SDK's own 600 s read timeout. While strea
 stream watches the waits (``_StallWatch``): a timer per item (``asyncio.timeout``) cost a timer
 handle pushed on and cancelled from the loop's heap for every chunk. Time the consumer spends
 between items (the generator is suspended at ``yield``) is not a wait and never counts.
+
+A raw event stream (``providers._sse.RawEventStream``) is not iterated but read here: its bytes
+awaited and split into events by its own ``split`` (the same events as its ``async for``), so no
+async generator of its own is resumed per chunk; a wait is then one read of bytes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from providers._sse import RawEventStream
 from providers.errors import ProviderError, ProviderStalledError, ProviderUnavailableError
 from providers.events import StreamEvent
 
@@ -123,9 +128,46 @@ async def sdk_events(
         raise map_error(exc) from exc
     watch = _StallWatch(stall_timeout) if stall_timeout is not None else None
     try:
+        if type(stream) is RawEventStream:
+            # A raw event stream (``providers._sse.RawEventStream``): its bytes read and split
+            # here, so that no async generator of its own is resumed per chunk between the bytes
+            # and this one. The same events as its ``async for``; a wait is one read of bytes.
+            next_bytes, errors = stream.reading()
+            split = stream.split
+            with errors:
+                while True:
+                    if watch is None:
+                        chunk = await next_bytes()
+                    else:
+                        watch.since = watch.clock()
+                        try:
+                            chunk = await next_bytes()
+                        except asyncio.CancelledError:
+                            if watch.stalled():
+                                raise _stalled(watch.timeout, provider, "streaming") from None
+                            raise
+                        watch.since = None
+                    if not chunk:
+                        items = stream.last()
+                    else:
+                        items = split(chunk)
+                    for raw in items:
+                        out = feed(raw[1] if data_only else raw)
+                        if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
+                            yield out
+                        else:
+                            for event in out:
+                                yield event
+                    if not chunk:
+                        break
+                    if stream.ended:
+                        stream.ended_with()
+                        break
+            following = None
+        else:
+            following = aiter(stream).__anext__
         # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
-        following = aiter(stream).__anext__
-        while True:
+        while following is not None:
             try:
                 if watch is None:
                     raw = await following()

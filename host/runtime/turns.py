@@ -222,6 +222,7 @@ class TurnRunner:
             agent=selection("agent", message, chat_state, state),
             _dispatch=store.dispatch,
             _dispatch_streamed=store.dispatch_streamed,
+            _commit_with_next_step=store.commit_with_next_step,
             _state=lambda: store.state(session),
             _chat_state=lambda: store.state(chat),
             _active_turn_id=functools.partial(store.active_turn_id, chat),  # per token: no Python frame of its own

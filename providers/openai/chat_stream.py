@@ -72,7 +72,7 @@ class ChatStreamTranslator:
                 last = self._last
                 content: Any = None
                 if last == "text":
-                    if len(delta) <= 2 and (len(delta) == 1 or "role" in delta):
+                    if (size := len(delta)) == 1 or (size == 2 and "role" in delta):
                         content = delta.get("content")
                 elif last == "reasoning":
                     if not delta.get("content") and not delta.get("tool_calls"):

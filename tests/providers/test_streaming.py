@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
+from providers._sse import RawEventStream
 from providers._streaming import sdk_events
 from providers.errors import ProviderError, ProviderStalledError
 from providers.events import PartDelta, StreamEvent
@@ -133,3 +135,55 @@ async def test_what_prepares_the_request_fails_as_it_fails_and_closing_events_fo
         async for event in events(lambda: "params", finished=False):
             seen.append(event.content)
     assert seen == ["t"]  # no closing events after a dropped stream
+
+
+def _raw_events(pieces: list[bytes | float], stall_timeout: float | None = None) -> AsyncIterator[StreamEvent]:
+    """``sdk_events`` over a raw SSE body (``providers._sse.RawEventStream``, which it reads and
+    splits itself): the body's bytes in the given pieces, a float a pause (seconds) before the next."""
+    async def body() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            if isinstance(piece, float):
+                await asyncio.sleep(piece)
+            else:
+                yield piece
+
+    async def open_stream() -> RawEventStream:
+        return RawEventStream(httpx.Response(200, content=body()), done="[DONE]",
+                              error=lambda data: RuntimeError(data["error"]) if "error" in data else None)
+
+    return sdk_events(
+        open_stream,
+        lambda data: [PartDelta(index=0, part_kind="text", content=str(data))],
+        lambda exc: ProviderError(f"mapped {exc!r}"),
+        finished=lambda: True,
+        dropped="dropped",
+        provider="fake",
+        stall_timeout=stall_timeout,
+        data_only=True,
+    )
+
+
+async def test_a_raw_event_stream_gives_the_events_of_its_own_reading_in_any_pieces() -> None:
+    body = b"".join(b'data: {"n": %d}\r\n\r\n' % n for n in range(30)) + b"data: [DONE]\n\ndata: 99\n\n"
+    expected = [str(data) async for _, data in RawEventStream(httpx.Response(200, content=body), done="[DONE]")]
+    for size in (1, 7, len(body)):
+        pieces: list[bytes | float] = [body[i:i + size] for i in range(0, len(body), size)]
+        assert [event.content async for event in _raw_events(pieces)] == expected == [str({"n": n}) for n in range(30)]
+    # A last event without its blank line is kept.
+    assert [event.content async for event in _raw_events([b"data: 1\n\ndata: 2"])] == ["1", "2"]
+
+
+async def test_a_raw_event_stream_s_error_payload_comes_after_the_events_read_with_it() -> None:
+    seen: list[str] = []
+    with pytest.raises(ProviderError, match="overloaded"):
+        async for event in _raw_events([b'data: {"n": 1}\n\ndata: {"error": "overloaded"}\n\ndata: {"n": 2}\n\n']):
+            seen.append(event.content)
+    assert seen == [str({"n": 1})]
+
+
+async def test_a_raw_event_stream_silent_longer_than_the_stall_timeout_is_stopped() -> None:
+    seen: list[str] = []
+    with pytest.raises(ProviderStalledError):
+        async for event in _raw_events([b"data: 1\n\n", 5.0, b"data: 2\n\n"], stall_timeout=0.2):
+            seen.append(event.content)
+    assert seen == ["1"]

@@ -118,6 +118,9 @@ class TurnContext:
     _dispatch_streamed: Callable[[str, dict[str, Any], Any], object] | None = None
     """``dispatch(channel, action, run_key)`` for a streamed append (``Store.dispatch_streamed``:
     the store's lean way for them); None: ``emit``."""
+    _commit_with_next_step: Callable[[], None] | None = None
+    """``Store.commit_with_next_step``: what the callbacks this tick queued dispatch is committed,
+    and its frames leave, with what this tick dispatched; None: nothing to join (no store)."""
 
     def __post_init__(self) -> None:
         if not self.chat:
@@ -188,6 +191,14 @@ class TurnContext:
             return False
         self._dispatch(self.chat, action)
         return True
+
+    def commit_with_next_step(self) -> None:
+        """What the callbacks queued in this tick dispatch joins this tick's commit, and their
+        frames leave together (``Store.commit_with_next_step``): for a step that ends in a task
+        whose waiter goes on (a model call's stream read in a task of its own, whose last chunk and
+        the turn's end must reach a client together, as they would in one task)."""
+        if self._commit_with_next_step is not None:
+            self._commit_with_next_step()
 
     def new_part_id(self, prefix: str = "part") -> str:
         self._part_ids += 1

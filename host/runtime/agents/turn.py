@@ -17,6 +17,7 @@ an agent only needs its models and settings to be listed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
@@ -249,13 +250,12 @@ class ProviderTurn:
                 stream = ModelStream.open(provider, request)
                 try:
                     async with contextlib.aclosing(stream):
-                        async for event in stream.bare():
-                            if isinstance(event, str):  # nearly every event: a streamed chunk (a bare delta)
-                                mapper.bare(event)
-                                continue
-                            mapper.apply(event)
-                            if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
-                                self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")
+                        # The stream is read in a task of its own, which this one waits for: each
+                        # chunk then resumes that task's two coroutines (``_streamed`` and the
+                        # provider's generator), not the whole chain of the turn's (its runner's,
+                        # the agent's, ``run``, ``_loop`` and this one) as well. Cancelling this
+                        # task cancels that one and waits for it; what it raises is raised here.
+                        await asyncio.get_running_loop().create_task(self._streamed(stream, mapper))
                 except BaseException:
                     # Cancelled or failed after streaming: what the user saw is kept for the next turn.
                     if mapper.streamed:
@@ -287,6 +287,28 @@ class ProviderTurn:
                 continue
             self._add_usage(mapper)
             return mapper, stream.message()
+
+    async def _streamed(self, stream: ModelStream, mapper: CallMapper) -> None:
+        """Map one call's events onto the turn's actions, as they stream (``_call``'s reading, in a
+        task of its own).
+
+        Its end joins the next loop step's commit (``TurnContext.commit_with_next_step``): ``_call``
+        goes on only in the loop step after this task's last one (a task's waiter is woken by a
+        callback queued when it ends), behind the end-of-tick commit that the last chunk's append
+        queued. Without the join the last chunk's frames would leave in one write and what
+        follows in the same provider read (the call's usage, the turn's end, the next tool call's
+        start) in a later one: a client would show the answer while a turn still runs, which one
+        task never did (``tests/host/runtime/test_turns.py``)."""
+        try:
+            async for event in stream.bare():
+                if isinstance(event, str):  # nearly every event: a streamed chunk (a bare delta)
+                    mapper.bare(event)
+                    continue
+                mapper.apply(event)
+                if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
+                    self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")
+        finally:
+            self.ctx.commit_with_next_step()
 
     def _add_usage(self, mapper: CallMapper) -> None:
         if mapper.usage == Usage():

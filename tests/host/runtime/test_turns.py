@@ -1,4 +1,4 @@
-"""The turn runner (``host.runtime.turns``) on a real host: what a turn's start makes durable together."""
+"""The turn runner (``host.runtime.turns``) on a real host: what a turn's start, and a model call's end, make durable together."""
 
 from __future__ import annotations
 
@@ -59,3 +59,27 @@ async def test_a_turn_s_start_and_its_first_activity_are_one_transaction_and_rea
     seen = recorder.types()
     assert seen.index("session/turnStarted") < seen.index("session/activityChanged") < seen.index("session/responsePart")
     assert turn["state"] == "complete" and turn["responseParts"][0]["content"] == "second"
+
+
+async def test_a_model_call_s_last_chunk_and_the_turn_s_end_read_at_once_are_one_transaction(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The provider's last chunk, its usage and the stream's end come in one read (as a provider's
+    # last bytes do): the answer's end and the turn's end are made durable, and leave, together,
+    # so a client never shows the whole answer while it still sees the turn running.
+    gate = asyncio.Event()
+    provider = ScriptedProvider([Script((Pause(event=gate), *reply("the answer").steps))])
+    async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (running, client):
+        session = await ready_session(client)
+        client.send_message(session, "hello")
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("summary", {}).get("activity") == "Waiting for m1")
+        transactions = _committed(running.host.store._journal, monkeypatch)
+        gate.set()
+        await idle(client, session)
+        turn = client.state(session)["turns"][-1]
+    # One commit, so one write to the client: the answer (its part and text) and the turn's end.
+    # (With the call's stream read in a task of its own and nothing joining its end to the next
+    # step, the turn's end was a commit of its own, after the answer's frames had left.)
+    assert transactions[0] == ["chat/responsePart", "chat/activityChanged Writing", "session/activityChanged Writing",
+                               "chat/activityChanged None", "session/activityChanged None", "chat/turnComplete", "session/chatUpdated"]
+    assert turn["state"] == "complete" and turn["responseParts"][0]["content"] == "the answer"
