@@ -76,7 +76,8 @@ class RawEventStream:
             yield item
 
     def ended_with(self) -> None:
-        """After ``split`` said the stream ``ended``: raise the error payload that ended it, if one did."""
+        """After ``split`` said the stream ``ended``: raise the error that ended it (an error payload,
+        a ``data`` that is not JSON), if one did."""
         failure, self._failure = self._failure, None
         if failure is not None:
             raise failure
@@ -85,7 +86,8 @@ class RawEventStream:
         """The events whose end ``chunk`` (the body's next bytes) brings, in order: each
         ``(event name, data decoded)``. Once the stream's end is read (``done``, or an error payload,
         whose exception ``ended_with`` raises after the events before it) ``ended`` is True and
-        nothing more is read. A ``data`` that is not JSON raises orjson's error here."""
+        nothing more is read. A ``data`` that is not JSON ends it too: orjson's error is raised
+        here when no event came before it in ``chunk``, else by ``ended_with`` after them."""
         # Bytes are split here rather than through httpx's aiter_text/aiter_lines: no generator
         # layer (the bytes themselves read as ``providers._body_bytes`` says), and orjson reads
         # the ``data`` bytes without a decode. Splitting bytes is safe: ``\n`` and ``\r`` never
@@ -132,17 +134,22 @@ class RawEventStream:
             if done is not None and text[:done_length] == done:  # (``startswith`` parses a tuple of arguments)
                 self.ended = True
                 return found
-            value = orjson.loads(text)  # ``_decode``, inlined: this runs for every event
-            # Only what can be an error payload is shown to ``error`` (see the class). (``in`` and a
-            # subscript, not ``get``: no method call for a chunk, which has no ``type`` in Chat
-            # Completions and a ``type`` other than ``error`` in the others.)
-            if error is not None and type(value) is dict and ("error" in value or ("type" in value and value["type"] == "error")):
-                failure = error(value)
-                if failure is not None:
-                    if not found:
-                        raise failure
-                    self.ended, self._failure = True, failure
-                    return found
+            # ``_decode``, inlined: this runs for every event. Only what can be an error payload is
+            # shown to ``error`` (see the class). (``in`` and a subscript, not ``get``: no method
+            # call for a chunk, which has no ``type`` in Chat Completions and a ``type`` other than
+            # ``error`` in the others.) An event that ends the stream (an error payload, a ``data``
+            # that is not JSON, ``error`` failing) is raised after the events before it.
+            try:
+                value = orjson.loads(text)
+                failure = error(value) if error is not None and type(value) is dict and (
+                    "error" in value or ("type" in value and value["type"] == "error")) else None
+            except Exception as exc:
+                failure = exc
+            if failure is not None:
+                if not found:
+                    raise failure
+                self.ended, self._failure = True, failure
+                return found
             found.append((event, value))
         return found
 

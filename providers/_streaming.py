@@ -22,6 +22,7 @@ async generator of its own is resumed per chunk; a wait is then one read of byte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
@@ -132,62 +133,41 @@ async def sdk_events(
             # A raw event stream (``providers._sse.RawEventStream``): its bytes read and split
             # here, so that no async generator of its own is resumed per chunk between the bytes
             # and this one. The same events as its ``async for``; a wait is one read of bytes.
-            next_bytes, errors = stream.reading()
+            step, errors = stream.reading()
             split = stream.split
-            with errors:
-                while True:
+        else:
+            # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
+            step, errors, split = aiter(stream).__anext__, contextlib.nullcontext(), None
+        with errors:
+            while True:
+                try:
                     if watch is None:
-                        chunk = await next_bytes()
+                        got = await step()
                     else:
                         watch.since = watch.clock()
                         try:
-                            chunk = await next_bytes()
+                            got = await step()
                         except asyncio.CancelledError:
                             if watch.stalled():
                                 raise _stalled(watch.timeout, provider, "streaming") from None
                             raise
                         watch.since = None
-                    if not chunk:
-                        items = stream.last()
+                except StopAsyncIteration:  # the SDK's stream ended
+                    break
+                # One raw item of the SDK's stream, or the events of a read of bytes (those at
+                # the body's end when the read is empty).
+                items: Iterable[Any] = (got,) if split is None else split(got) if got else stream.last()
+                for raw in items:
+                    out = feed(raw[1] if data_only else raw)
+                    if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
+                        yield out
                     else:
-                        items = split(chunk)
-                    for raw in items:
-                        out = feed(raw[1] if data_only else raw)
-                        if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
-                            yield out
-                        else:
-                            for event in out:
-                                yield event
-                    if not chunk:
-                        break
-                    if stream.ended:
-                        stream.ended_with()
-                        break
-            following = None
-        else:
-            following = aiter(stream).__anext__
-        # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
-        while following is not None:
-            try:
-                if watch is None:
-                    raw = await following()
-                else:
-                    watch.since = watch.clock()
-                    try:
-                        raw = await following()
-                    except asyncio.CancelledError:
-                        if watch.stalled():
-                            raise _stalled(watch.timeout, provider, "streaming") from None
-                        raise
-                    watch.since = None
-            except StopAsyncIteration:
-                break
-            out = feed(raw[1] if data_only else raw)
-            if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
-                yield out
-            else:
-                for event in out:
-                    yield event
+                        for event in out:
+                            yield event
+                if split is not None and (not got or stream.ended):
+                    if got:
+                        stream.ended_with()  # the error payload that ended it, if one did
+                    break
     except ProviderError:
         raise
     except Exception as exc:
