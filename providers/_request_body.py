@@ -63,6 +63,7 @@ one timer per stream. The SDK's ``X-Stainless-Read-Timeout`` header then says th
 
 from __future__ import annotations
 
+import operator
 import os
 import weakref
 from typing import Any
@@ -285,7 +286,7 @@ class _Template:
     def fits(self, client: Any) -> bool:
         """Still what the SDK would build: what the request depends on of the client is what it
         was (its key, base URL, timeout: the same objects)."""
-        return all(now is then for now, then in zip(self.sdk.state(client), self.state, strict=True))
+        return all(map(operator.is_, self.sdk.state(client), self.state))  # (the same SDK: tuples of one length)
 
     async def send(self, client: Any, content: bytes) -> Any:
         """The template with ``content`` as its body, sent and checked as the SDK's ``request``
