@@ -19,8 +19,9 @@ leans on the SDKs' internals): for every request the SDK builds its options mode
 headers, parses and merges the URL and has its HTTP client (``httpx``; ``httpx2`` for Anthropic's)
 build the request again, all of it the same each time but the body (about a fifth of a short
 turn's CPU: ``benchmarks/README.md``, "A short turn's fixed cost, third round"; for Anthropic's
-SDK half a short model call's instructions, "A turn's request kept for Anthropic"). So once a client has sent a request the plain way (``post``: its platform headers are
-known then), the request the SDK builds for the same path and options is kept as a template
+SDK half a short model call's instructions, "A turn's request kept for Anthropic"). So once a
+client has sent a request the plain way (``post``: its platform headers are known then), the
+request the SDK builds for the same path and options is kept as a template
 (``_Template``: built by the SDK's own ``_build_request``, so URL, query, headers and auth are the
 SDK's), and later requests are that template with the new body, sent through the client's HTTP
 client as the SDK sends them, with the SDK's error mapping (the timeout and connection errors its
