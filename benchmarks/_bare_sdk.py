@@ -14,8 +14,8 @@ the HTTP client's per-read bound (``providers._request_body.unbounded_reads``; t
 watch bounds a stream with one timer instead, which a bare program need not have), and the body is
 read through ``providers._body_bytes.body_reader`` (aiohttp's reader itself, not four async
 generators per chunk), and the request is sent through ``providers._request_body.open_stream``, so
-an ``AsyncOpenAI`` client's request is built by the SDK once and kept as a template, as the host's
-is (the SDK's ``post`` for any other client, as in the host).
+an ``AsyncOpenAI`` or ``AsyncAnthropic`` client's request is built by the SDK once and kept as a
+template, as the host's is (the SDK's ``post`` for any other client, as in the host).
 """
 
 from __future__ import annotations

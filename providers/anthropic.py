@@ -125,7 +125,10 @@ class AnthropicProvider:
                 # its default httpx2 stack (see providers/openai/_client.py).
                 # Its TLS context is the process's one (``providers._tls``).
                 http_client=self._http_client if self._http_client is not None else anthropic.DefaultAioHttpClient(verify=ssl_context()),
-                max_retries=0,  # the turn loop owns retries
+                # The turn loop owns retries; and a client without them (nor custom headers, middleware or
+                # a credentials provider) sends its later requests as the first one kept, with their own
+                # body (``providers._request_body``: "The request made once per client").
+                max_retries=0,
                 timeout=self._timeout,
             )
         return self._client

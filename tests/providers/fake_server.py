@@ -44,6 +44,8 @@ class SeenRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    head: bytes = b""
+    """The request line and headers as they came (``\\r\\n\\r\\n`` included), for tests of the bytes on the wire."""
 
     def json(self) -> dict:
         return json.loads(self.body)
@@ -150,7 +152,7 @@ class FakeProviderServer(_LoopbackServer):
             method, path, _ = lines[0].split(" ", 2)
             headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
             body = await reader.readexactly(int(headers.get("content-length", "0")))
-            self.requests.append(SeenRequest(method, path, headers, body))
+            self.requests.append(SeenRequest(method, path, headers, body, head))
             reply = self.replies.pop(0) if self.replies else Reply(500, b'{"error": {"message": "no reply scripted"}}')
             self._served.append(reply)
             if reply.respond is not None:
