@@ -147,8 +147,9 @@ class Sender(Protocol):
         """A call framed by the caller (``write_batch``): its reply subject prefix, or None where
         this sender does not take such calls (the plain one) or the client is not connected."""
 
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
-        """Write the requests the caller framed after ``reserve`` gave their reply prefix."""
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
+        """Write the requests the caller framed after ``reserve`` gave their reply prefix
+        (``done`` may get a ``range`` of numbers when ``acks`` is given: ``FastSender.write_batch``)."""
 
     @property
     def max_payload(self) -> int:
@@ -215,7 +216,7 @@ class PlainSender:
     def reserve(self) -> str | None:
         return None  # (the client frames every message itself here: ``request_batches``)
 
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
         raise NotImplementedError("the plain sender takes no framed commands (its reserve gives None)")
 
     @property
@@ -257,6 +258,8 @@ class FastSender:
         """The inbox's subject prefix (``_INBOX.<id>.``) as it comes back on the wire."""
         self._prefix = b""
         """What a reply to one of this sender's calls begins with on the wire (``MSG <inbox>``)."""
+        self._ack_shapes: dict[tuple[int, bytes, bytes, bytes], bytes] = {}
+        """``_ack_template``'s templates, by count, subscription id, size and ``acks``."""
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
@@ -375,14 +378,23 @@ class FastSender:
         """The server's limit on a message's headers and payload together (bytes)."""
         return int(self.client._max_payload)
 
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float) -> None:
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
         """Write ``commands``, ``count`` requests the caller framed itself (the protocol's
         ``HPUB <subject> <reply> <header size> <total size>`` lines, each followed by its header
         block and payload), request ``i`` replying on the last ``reserve``'s prefix followed by
         ``i``; ``done(replies)`` once all ``count`` replies (or errors) are in, as a batch of
-        ``request_batches``. The caller checked each message's size against ``max_payload``."""
+        ``request_batches``. The caller checked each message's size against ``max_payload``.
+
+        ``acks``: what a reply that is a plain number begins with (the log's
+        ``{"stream":"AHP","seq":``; the number and ``}`` follow). Given it, when the call's
+        replies come in one read, in order, each ``acks``, digits and ``}``, the numbers one after
+        another, ``done`` gets a ``range`` of those numbers instead of the list of payloads
+        (``_took_acks``: what arrived is compared whole with what those replies would be, so
+        nothing else is read, nor taken)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        self._waiting[self._reserved.encode()] = _Call(done, count, 0, deadline)
+        call = _Call(done, count, 0, deadline)
+        call.acks = acks
+        self._waiting[self._reserved.encode()] = call
         self._write_now(commands.encode())
         if self._sweep is None or deadline < self._sweep_at:
             self._arm(asyncio.get_running_loop(), deadline)
@@ -477,6 +489,8 @@ class FastSender:
         # payload of that size and a line break end what arrived.
         line, _, rest = data.partition(b"\r\n")
         words = line.split(b" ")
+        if len(words) == 4 and self._took_acks(data, words, rest):
+            return
         try:
             size = int(words[-1])
         except ValueError:  # not a number: the parser's business
@@ -533,6 +547,61 @@ class FastSender:
         stats["in_bytes"] += size
         if at < len(data):
             feed(data[at:])
+
+    def _took_acks(self, data: bytes, words: list[bytes], rest: bytes) -> bool:
+        """Whether ``data`` (what arrived; ``words``, its first control line's words, ``rest``, what
+        follows that line) was every reply of one call that asked for them as numbers
+        (``write_batch``'s ``acks``), from its first, in order, each ``<acks><number>}``, the numbers
+        one after the other; then the call was handed the ``range`` of them. Not parsed reply by
+        reply: the first gives the call, the subscription's id, the size and the first number, and
+        what arrived is compared with the text those replies would make (the call's reply prefix
+        put for ``\\x00`` in what arrived, the rest of each reply from a template kept per count,
+        id and size, the numbers formatted in by one ``%``). False, and nothing taken, otherwise
+        (the general way then reads it)."""
+        inbox = self._inbox_bytes
+        key, _, number = words[1][len(inbox):].partition(b"-")
+        call = self._waiting.get(key)
+        if call is None or not call.acks or number != b"0" or call.left != len(call.replies):
+            return False
+        acks = call.acks
+        size = words[3]
+        try:
+            first = int(rest[len(acks):int(size) - 1])
+        except ValueError:
+            return False
+        count = call.left
+        shape = (count, words[2], size, acks)
+        template = self._ack_shapes.get(shape)
+        if template is None:
+            template = self._ack_template(shape)
+        marker = self._prefix + key + b"-"
+        marked = data.replace(marker, b"\x00")
+        seqs = range(first, first + count)
+        # Exactly ``count`` markers were put in (each shortens the text by the same length), and
+        # the template has one ``\x00`` per reply and no other: so what arrived is those replies.
+        if (len(data) - len(marked) != count * (len(marker) - 1) or rest[:len(acks)] != acks
+                or marked != template % tuple(seqs)):
+            return False
+        del self._waiting[key]
+        call.replies = seqs  # type: ignore[assignment]  # (``write_batch``'s word: a range)
+        call.left = 0
+        stats = self.client.stats
+        stats["in_msgs"] += count
+        stats["in_bytes"] += count * int(size)
+        call.finish()
+        return True
+
+    def _ack_template(self, shape: tuple[int, bytes, bytes, bytes]) -> bytes:
+        """What ``count`` replies numbered as acknowledgements (``_took_acks``) arrive as, each
+        reply's prefix ``\\x00`` and its number ``%d``: ``count``, the subscription's id, the
+        replies' size and ``acks`` as ``shape`` gives them (remembered)."""
+        count, sid, size, acks = shape
+        tail = (b" " + sid + b" " + size + b"\r\n" + acks).replace(b"%", b"%%") + b"%d}\r\n"
+        template = b"".join(b"\x00" + number + tail for number in _BYTE_NUMBERS[:count])
+        if len(self._ack_shapes) > 4096:
+            self._ack_shapes.clear()
+        self._ack_shapes[shape] = template
+        return template
 
     def _took_in_order(self, subjects: list[bytes], payloads: list[bytes], count: int) -> bool:
         """Whether the replies (``subjects[i]``, the first on this sender's inbox, with ``payloads[i]``)
@@ -612,7 +681,7 @@ class _Call:
     ``replies[i]``, and ``done(replies)`` is called once the last is in (``finish``). Its requests
     are numbered from ``base`` on (their reply subjects)."""
 
-    __slots__ = ("done", "replies", "left", "base", "deadline")
+    __slots__ = ("done", "replies", "left", "base", "deadline", "acks")
 
     def __init__(self, done: BatchDone, count: int, base: int, deadline: float) -> None:
         self.done = done
@@ -620,6 +689,8 @@ class _Call:
         self.left = count
         self.base = base
         self.deadline = deadline
+        self.acks = b""
+        """``write_batch``'s ``acks``: replies that are plain numbers may be handed over as a range."""
 
     def take(self, index: int, reply: bytes | BaseException) -> None:
         self.replies[index] = reply
