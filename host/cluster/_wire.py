@@ -489,8 +489,6 @@ class FastSender:
         # payload of that size and a line break end what arrived.
         line, _, rest = data.partition(b"\r\n")
         words = line.split(b" ")
-        if len(words) == 4 and self._took_acks(data, words, rest):
-            return
         try:
             size = int(words[-1])
         except ValueError:  # not a number: the parser's business
@@ -501,7 +499,14 @@ class FastSender:
             if call is not None and number.isdigit():  # (else too late: its call already timed out)
                 index = int(number) - call.base
                 if 0 <= index < len(call.replies) and call.replies[index] is _NO_REPLY:
-                    call.replies[index] = rest[:-2]
+                    acks = call.acks
+                    # A call of one asking for its reply as a number (``write_batch``): ``<acks>N}``.
+                    if (acks and call.left == 1 and len(call.replies) == 1 and rest[:len(acks)] == acks
+                            and rest[size - 1:size] == b"}" and (digits := rest[len(acks):size - 1]).isdigit()):
+                        seq = int(digits)
+                        call.replies = range(seq, seq + 1)  # type: ignore[assignment]
+                    else:
+                        call.replies[index] = rest[:-2]
                     call.left -= 1
                     if not call.left:
                         del self._waiting[key]
@@ -509,6 +514,8 @@ class FastSender:
             stats = self.client.stats
             stats["in_msgs"] += 1
             stats["in_bytes"] += size
+            return
+        if len(words) == 4 and self._took_acks(data, words, rest):  # a tick's acknowledgements
             return
         # Replies and nothing else: ``MSG <subject> <sid> <size>`` and its payload, each followed by
         # a line break, so the pieces between line breaks alternate control line and payload, and
