@@ -61,7 +61,9 @@ are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's en
 test for the text appends written out), its group's state looked up once for a run of its
 records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
-acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (joined,
+acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (a
+one-pass tick's by the fast wire itself, which hands over their numbers as a ``range`` when they
+are one after another: ``_wire``'s ``write_batch`` with ``acks``; otherwise joined,
 cut between them and checked as digits at once: ``_stored_seqs``), else in one ``orjson`` pass (one
 with an error takes the longer way), and each stored record is stamped and its result put straight into its
 caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
