@@ -61,7 +61,9 @@ are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's en
 test for the text appends written out), its group's state looked up once for a run of its
 records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
-acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (joined,
+acknowledgements are read by hand when each is the server's plain ``{"stream":..,"seq":N}`` (a
+one-pass tick's by the fast wire itself, which hands over their numbers as a ``range`` when they
+are one after another: ``_wire``'s ``write_batch`` with ``acks``; otherwise joined,
 cut between them and checked as digits at once: ``_stored_seqs``), else in one ``orjson`` pass (one
 with an error takes the longer way), and each stored record is stamped and its result put straight into its
 caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
@@ -189,6 +191,10 @@ _ZERO_SEQ_END = ',"serverSeq":0}'
 """How an envelope's JSON ends when ``serverSeq`` is its last key, 0 (not numbered yet): only a
 top-level last member can end the text so (a quote inside a string is escaped)."""
 _ZERO_SEQ_CUT = len(_ZERO_SEQ_END)
+_DECIMAL_COUNT = 4096
+_DECIMALS = tuple(map(str, range(_DECIMAL_COUNT)))
+"""Numbers as text, looked up for a command's sizes (an int's formatting costs about 700
+instructions, more than the rest of the command's text)."""
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -670,44 +676,56 @@ class JetStreamLog:
             return False
         batch_id = f"{self._batch_prefix}{self._batches + 1}"
         name = f"{state.fence}\r\n{MSG_ID}: {batch_id}."
-        named = len(name) + 16  # NATS/1.0\r\n<lines>\r\n<name><number>\r\n\r\n
         limit = wire.max_payload
         frames: list[str] = []
         stems: list[str] = []
         clock = -1
-        lines = ""
+        middle = ""
+        heads = 0
+        decimals = _DECIMALS
+        decimal_count = _DECIMAL_COUNT
+        dumps = orjson.dumps
         last_channel = channel
         # One loop per record from the tick to the command's text: what it costs is paid per
-        # streamed chunk (no call but ``encode``).
+        # streamed chunk (no call but orjson's and ``rpartition``; the sizes' text looked up,
+        # not formatted, as an int's formatting costs more than the rest of the command's).
         for (_, channel, now, body, _), number in zip(entries, REQUEST_NUMBERS):
             if channel != last_channel:
                 last_channel = channel
                 known = subjects.get(channel) or self._subjects_of(channel)
                 if known[0][1] != group:
                     return False
-            text = encode(body)
-            if not text.endswith(_ZERO_SEQ_END):
+            try:  # ``encode``, its usual way inlined (a call less per record)
+                text = dumps(body).decode()
+            except TypeError:  # a key that is not a str, an int past 64 bits: ``encode``'s other ways
+                text = encode(body)
+            else:
+                if "null" in text:  # (maybe a NaN, which orjson writes as null: ``encode`` says)
+                    text = encode(body)
+            stem, cut, tail = text.rpartition(_ZERO_SEQ_END)  # (one call: the test and the stem)
+            if tail or not cut:
                 return False
-            stem = text[:-_ZERO_SEQ_CUT]
             if now != clock:
                 clock = now
-                lines = f"{ACTION_LINES}{now}"
+                # The header block but the name's number: NATS/1.0, the clock, the fence, the name.
+                middle = f"\r\nNATS/1.0\r\n{ACTION_LINES}{now}\r\n{name}"
+                heads = len(middle) + 2  # (less its leading line break, with the closing two)
             action = body["action"]  # type: ignore[index]
             tag = action.get("type")
             subject = known[isinstance(action.get("content"), str) if tag in TEXT_APPENDS
                             else tag in RUN_ACTION_TYPES and run_key(action) is not None][0]
-            head = named + len(lines) + len(number)
-            size = head + (len(stem) + 1 if stem.isascii() else len(stem.encode()) + 1)
+            head = heads + len(number)
+            size = head + 1 + (len(stem) if stem.isascii() else len(stem.encode()))
             if size > limit:
                 return False
-            frames.append(f"HPUB {subject} {reply}{number} {head} {size}\r\n"
-                          f"NATS/1.0\r\n{lines}\r\n{name}{number}\r\n\r\n{stem}}}\r\n")
+            frames.append(f"HPUB {subject} {reply}{number} {decimals[head] if head < decimal_count else head} "
+                          f"{decimals[size] if size < decimal_count else size}{middle}{number}\r\n\r\n{stem}}}\r\n")
             stems.append(stem)
         self._batches += 1
         state.sending = True
         wire.write_batch("".join(frames), count, functools.partial(
             self._acked_told, group, state, entries, stems, tick, batch_id, state.last,
-            asyncio.get_running_loop().time()), self.timeout)
+            asyncio.get_running_loop().time()), self.timeout, self._ack_head)
         return True
 
     def _acked_told(self, group: str, state: _Group, entries: Sequence[Entry], stems: list[str], tick: Told,
@@ -715,7 +733,8 @@ class JetStreamLog:
         """Every reply to a ``send_told`` batch came (or its send failed): every record stored,
         each is stamped and its outcome told here (``Told``); otherwise the batch is worked out
         as ``_acked``'s, the tick counted."""
-        seqs = _stored_seqs(replies, self._ack_head)
+        # (A range: the wire read them as plain acknowledgements, numbered so: ``write_batch``.)
+        seqs = replies if replies.__class__ is range else _stored_seqs(replies, self._ack_head)
         if seqs is None:
             batch = self._pendings(entries, stems, tick)
             asyncio.get_running_loop().create_task(
@@ -852,7 +871,7 @@ class JetStreamLog:
                 outcomes.append(LogError(f"JetStream refused a record for {group}: {said.get('description')}"))
         return outcomes
 
-    def _stored(self, state: _Group, batch: list[_Pending], seqs: list[int]) -> None:
+    def _stored(self, state: _Group, batch: list[_Pending], seqs: Sequence[int]) -> None:
         """The first ``len(seqs)`` messages of ``batch`` are stored with sequences ``seqs``: an
         action's envelope is stamped and each outcome told (``_tell``'s work, inline: this runs
         for every record), a tick's counted once the last of its records is."""
@@ -1153,14 +1172,18 @@ class JetStreamLog:
 
 
 
-def _stored_seqs(replies: list[bytes | BaseException], head: bytes) -> list[int] | None:
+def _stored_seqs(replies: list[bytes | BaseException], head: bytes) -> Sequence[int] | None:
     """The stream sequence of each message of a batch, in order, when every reply is an
     acknowledgement that stored it; None when any is an error or failed (the batch is then worked
     out message by message). ``head`` is what a plain acknowledgement of the log's stream begins
     with (``{"stream":"AHP","seq":``, :func:`ack_head`): a reply that is that, digits and ``}``
     (the server's acknowledgement of a message stored, not a copy) is read by hand, the batch's
     at once (joined, cut at the ``}`` and head between two replies, its numbers checked as
-    digits together); any other shape (a copy's ``"duplicate"``, a domain, an error) by ``orjson``."""
+    digits together); any other shape (a copy's ``"duplicate"``, a domain, an error) by ``orjson``.
+    A ``range`` is the wire's word that every reply was a plain acknowledgement, numbered so
+    (``_wire.FastSender.write_batch``'s ``acks``): it is those numbers."""
+    if replies.__class__ is range:
+        return replies
     if len(replies) == 1:  # a chunk a tick
         reply = replies[0]
         if reply.__class__ is not bytes:
@@ -1206,7 +1229,7 @@ def _settle(future: asyncio.Future[bool], value: bool) -> None:
         future.set_result(value)
 
 
-def _tell_all(entries: Sequence[Entry], stems: list[str], seqs: list[int]) -> None:
+def _tell_all(entries: Sequence[Entry], stems: list[str], seqs: Sequence[int]) -> None:
     """Each of ``entries`` (actions) stored with its sequence in ``seqs``: its envelope stamped and
     its outcome (its last item) told its frame, built around its ``stem`` (its JSON less the
     closing brace, without ``serverSeq``). An outcome already done (a future its caller

@@ -275,3 +275,67 @@ async def test_flushed_returns_after_the_server_read_a_subscription_made_just_be
         await nc.close()
         server.close()
 
+
+
+class _IdleReader:
+    """nats-py's stream reader as the fast sender finds it when its read loop waits for data."""
+
+    def __init__(self) -> None:
+        self._waiter = object()
+        self._buffer = b""
+
+
+class _IdleParser:
+    buf = b""
+    state = 1  # between messages
+
+
+_ACK = b'{"stream":"AHP","seq":'
+
+
+def _replies(inbox: str, call: str, numbers: list[int], payloads: list[bytes]) -> bytes:
+    """``MSG`` frames of replies ``numbers`` of ``call`` on ``inbox``, as the server writes them."""
+    return b"".join(b"MSG %s%s-%d 3 %d\r\n%s\r\n" % (inbox.encode(), call.encode(), number, len(payload), payload)
+                    for number, payload in zip(numbers, payloads))
+
+
+@pytest.mark.parametrize(("seqs", "order", "after", "numbered"), [
+    ([41 + i for i in range(10)], range(10), b"", True),  # a tick's acknowledgements, one after another
+    ([7], range(1), b"", True),  # a chunk a tick
+    ([95 + i for i in range(10)], range(10), b"", False),  # their sizes differ (99, then 100)
+    ([41, 42, 44], range(3), b"", False),  # another writer's record between two
+    ([41, 42, 43], [1, 0, 2], b"", False),  # out of order
+    ([41, 42], range(2), b"PING\r\n", False),  # something else after them
+])
+async def test_acknowledgements_asked_for_as_numbers_come_as_a_range_only_when_the_read_is_exactly_them(
+        client: Client, seqs: list[int], order: Any, after: bytes, numbered: bool) -> None:
+    wire = FastSender(client)
+    await wire.start()
+    prefix = wire.reserve()
+    assert prefix is not None
+    told: list[Any] = []
+    wire.write_batch("", len(seqs), told.append, 5, _ACK)
+    inbox, call = prefix[:-1].rsplit(".", 1)[0] + ".", prefix[:-1].rsplit(".", 1)[1]
+    acks = [_ACK + str(seq).encode() + b"}" for seq in seqs]
+    fed: list[bytes] = []
+    wire._feed(cast(Any, _IdleReader()), _IdleParser(), fed.append,
+               _replies(inbox, call, list(order), [acks[i] for i in order]) + after)
+    assert len(told) == 1
+    if numbered:
+        assert told[0] == range(seqs[0], seqs[0] + len(seqs))
+    else:
+        assert told[0] == acks  # each reply in its place, read the general way
+    assert fed == ([after] if after else [])
+
+
+async def test_acknowledgements_not_asked_for_as_numbers_come_as_they_are(client: Client) -> None:
+    wire = FastSender(client)
+    await wire.start()
+    prefix = wire.reserve()
+    assert prefix is not None
+    told: list[Any] = []
+    wire.write_batch("", 2, told.append, 5)
+    inbox, call = prefix[:-1].rsplit(".", 1)[0] + ".", prefix[:-1].rsplit(".", 1)[1]
+    acks = [_ACK + b"41}", _ACK + b"42}"]
+    wire._feed(cast(Any, _IdleReader()), _IdleParser(), lambda data: None, _replies(inbox, call, [0, 1], acks))
+    assert told == [acks]
