@@ -54,7 +54,12 @@ whose number is past what the follower handed over (their own streamed text is n
 nearly every batch), a direct get or two before they leave (``ClusterLog.caught_up``, asked
 about the groups of the channels run elsewhere that those connections follow, and the owner
 markers). Frames still leave in one order: while a batch waits, the frames
-after it wait too (a connection may follow a gated channel and one that is not).
+after it wait too (a connection may follow a gated channel and one that is not). The waits
+overlap: a batch numbered past what the waits under way were asked about is asked about at once
+(up to ``CHECKS`` at a time), not once the wait before it ended, so a frame waits about one round
+trip to the log's server instead of up to two; the waiting frames are taken off the queue once
+(``_held``) and leave, in order, as the waits end (an answer for a higher number covers every
+lower one).
 
 **Written as soon as sent.** A frame sent from a drain in a loop turn of its own (an action not
 streamed, answered through a future; a frame held for the order above) is numbered and durable:
