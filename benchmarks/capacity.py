@@ -42,7 +42,11 @@ from the first message sent to the last turn's end (``/proc``, the median of the
 workers (each one's share in the brackets), the NATS server, the fake provider, the client process
 and the rest of the machine (``other``: other people's work), and how busy the machine's CPUs were
 (``busy``); CPU per chunk is moved less by other work than a p99, and says which process a count
-ran out of. The load generators are made cheap, as they stand for machines of their own: the
+ran out of. In the brackets, counts the machine's load does not move, per chunk: the workers' and
+the NATS server's wake-ups (voluntary context switches of all their threads) and the messages and
+bytes the NATS server took in from the workers (records, lease renewals, questions) and sent out
+to them (acknowledgements, the followers' records, the lease watches' events, answers), from its
+``/connz``. The load generators are made cheap, as they stand for machines of their own: the
 fake provider writes each chunk from a timer's callback, the client process reads each worker's
 frames on a bare Sans-I/O WebSocket, keeping the bytes until the run is over. On a machine too
 loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
