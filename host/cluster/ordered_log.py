@@ -643,14 +643,15 @@ class ClusterLog:
         its own acknowledgements (the server sends them by other ways), so a frame of this
         process sent at once could come before a lower-numbered record of another's to a
         connection that follows both (``host.state.awaiting``). The server is asked for the
-        next record on the follower's subjects past what it handed over (one direct get per
-        subject; this process's own records, which it skips, passed over); done as well when
+        next record on the follower's subjects past what it handed over (a question per
+        subject, all of a round in one write: ``JetStreamLog.next_on``; this process's own
+        records, which it skips, passed over); done as well when
         that cannot be known (NATS unreachable, not following: nothing better to wait for).
 
         ``channels``: only records of these channels' groups matter (the channels another
         process runs that the connections the frames go to follow: ``Store._gated_channels``),
         so the server is asked about those groups' subjects and every group's owner marker
-        only (two direct gets for the root, where the follower's subjects would pass over every
+        only (two questions for the root, where the follower's subjects would pass over every
         record of every other process's sessions and this process's own); once a marker is
         found below ``seq`` (a group changing hands), about every subject the follower takes."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:

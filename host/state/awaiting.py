@@ -51,7 +51,7 @@ connection of which follows another process's channel (``gated``: the store's se
 that do, computed when a subscription or an owner changes, not per frame; a connection that
 follows only channels run here is never held); otherwise, per batch of this process's frames
 whose number is past what the follower handed over (their own streamed text is not followed, so
-nearly every batch), a direct get or two before they leave (``ClusterLog.caught_up``, asked
+nearly every batch), a question or two to the log's server before they leave (``ClusterLog.caught_up``, asked
 about the groups of the channels run elsewhere that those connections follow, and the owner
 markers). Frames still leave in one order: while a batch waits, the frames
 after it wait too (a connection may follow a gated channel and one that is not). The waits
