@@ -105,7 +105,7 @@ __all__ = ["CHECKS", "Awaiting", "Pending"]
 
 logger = logging.getLogger(__name__)
 
-CHECKS = 3
+CHECKS = 2
 """At most this many ``caught_up`` waits under way at once (``Awaiting._hold``): a frame numbered
 past what the waits under way were asked for gets one of its own at once, up to this many; past
 it, the next starts as one ends, for the highest frame held then. Each is a question or two to

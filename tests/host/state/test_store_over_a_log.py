@@ -432,21 +432,21 @@ async def test_a_frame_numbered_past_the_round_under_way_is_asked_about_at_once_
     log.answer(5)  # the later answer first: it covers everything below #5, so both leave, in order
     await settle()
     assert numbers(connection) == [3, 5]
-
-    store.dispatch("ahp-session:/mine", titled("three"))
-    log.number(2, 7)
-    await settle()
-    store.dispatch("ahp-session:/mine", titled("four"))
-    log.number(3, 9)
-    await settle()
-    assert log.asked == [3, 5, 7, 9]
-    log.answer(7)
-    await settle()
-    assert numbers(connection) == [3, 5, 7]  # #9 still waits for its own answer
-    log.answer(9)
     log.answer(3)  # a late answer to a question already covered changes nothing
     await settle()
-    assert numbers(connection) == [3, 5, 7, 9]
+    assert numbers(connection) == [3, 5]
+
+    for index, (seq, text) in enumerate([(7, "three"), (9, "four"), (11, "five")], start=2):
+        store.dispatch("ahp-session:/mine", titled(text))
+        log.number(index, seq)
+        await settle()
+    assert log.asked == [3, 5, 7, 9]  # at most CHECKS (2) under way: #11 waits for one of them to end
+    log.answer(7)
+    await settle()
+    assert numbers(connection) == [3, 5, 7] and log.asked == [3, 5, 7, 9, 11]  # #9 and #11 wait for their answers
+    log.answer(11)
+    await settle()
+    assert numbers(connection) == [3, 5, 7, 9, 11]
 
 
 async def test_while_frames_are_held_for_the_follower_no_frame_after_them_overtakes_them() -> None:
