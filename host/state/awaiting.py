@@ -416,6 +416,7 @@ class Awaiting:
         if not ready:
             if self._taken:
                 self._send_taken(0, streamed_only)
+            self._wake_idle()  # (held frames or records taken in may have been the last unsent)
             return
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)

@@ -444,9 +444,13 @@ async def test_a_frame_numbered_past_the_round_under_way_is_asked_about_at_once_
     log.answer(7)
     await settle()
     assert numbers(connection) == [3, 5, 7] and log.asked == [3, 5, 7, 9, 11]  # #9 and #11 wait for their answers
+    idle = asyncio.ensure_future(store._awaiting.idle())  # type: ignore[union-attr]
+    await settle()
+    assert not idle.done()  # #9 and #11 are not sent yet
     log.answer(11)
     await settle()
     assert numbers(connection) == [3, 5, 7, 9, 11]
+    await asyncio.wait_for(idle, 1)  # nothing of this process left unsent: whoever waits for that is woken
 
 
 async def test_while_frames_are_held_for_the_follower_no_frame_after_them_overtakes_them() -> None:
