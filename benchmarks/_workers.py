@@ -15,6 +15,7 @@ each worker runs (owns) an equal share; each connection subscribes to its own se
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import tempfile
@@ -44,6 +45,25 @@ def process_cpu(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
+def process_wakeups(pid: int) -> int:
+    """How many times the threads of process ``pid`` gave up their CPU so far, waiting for
+    something (voluntary context switches, ``/proc``: Linux; 0 for a process that is gone): each is
+    a wake-up, the part of a loop turn's cost no batching of chunks shares out."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass  # a thread that ended in between
+    return total
 
 
 def machine_cpu() -> float:
@@ -87,6 +107,39 @@ class WorkersHost(ServeProcess):
             name = "nats" if "nats-server" in command else f"{'worker' if self.count else 'serve'} {pid}"
             used[name] = used.get(name, 0.0) + process_cpu(pid)
         return used
+
+    def nats_traffic(self) -> dict[str, int]:
+        """What the embedded NATS server has taken from its clients (``in``: the workers'
+        publishes and requests) and sent to them (``out``: acknowledgements, the followers'
+        records, answers) so far, in messages and bytes, summed over its open client connections
+        (its monitoring endpoint's ``/connz``); {} for plain ``serve`` or when it cannot be read.
+        Counts, not times: the load of the machine does not move them."""
+        if not self.count:
+            return {}
+        try:
+            ports = json.loads(next(Path(self._folder.name, "data", "nats-run").glob("*.ports")).read_text())
+            monitoring = ports["monitoring"][0].rsplit(":", 1)[-1]
+            connection = http.client.HTTPConnection("127.0.0.1", int(monitoring), timeout=5)
+            connection.request("GET", "/connz?limit=4096")
+            listed = json.loads(connection.getresponse().read())
+            connection.close()
+        except (OSError, StopIteration, ValueError, KeyError, IndexError):
+            return {}
+        totals = {"in_msgs": 0, "out_msgs": 0, "in_bytes": 0, "out_bytes": 0}
+        for client in listed.get("connections") or []:
+            for key in totals:
+                totals[key] += int(client.get(key, 0))
+        return totals
+
+    def wakeups(self) -> dict[str, int]:
+        """Voluntary context switches so far (``process_wakeups``): ``workers`` (all of them) and
+        ``nats``."""
+        assert self.process is not None
+        measured = self.children() if self.count else {self.process.pid: " serve "}
+        counts = {"workers": 0, "nats": 0}
+        for pid, command in measured.items():
+            counts["nats" if "nats-server" in command else "workers"] += process_wakeups(pid)
+        return counts
 
     def stop(self, grace: float = 60) -> str:
         """The parent this benchmark started stops its workers and NATS; then its folder goes."""

@@ -42,7 +42,11 @@ from the first message sent to the last turn's end (``/proc``, the median of the
 workers (each one's share in the brackets), the NATS server, the fake provider, the client process
 and the rest of the machine (``other``: other people's work), and how busy the machine's CPUs were
 (``busy``); CPU per chunk is moved less by other work than a p99, and says which process a count
-ran out of. The load generators are made cheap, as they stand for machines of their own: the
+ran out of. In the brackets, counts the machine's load does not move, per chunk: the workers' and
+the NATS server's wake-ups (voluntary context switches of all their threads) and the messages and
+bytes the NATS server took in from the workers (records, lease renewals, questions) and sent out
+to them (acknowledgements, the followers' records, the lease watches' events, answers), from its
+``/connz``. The load generators are made cheap, as they stand for machines of their own: the
 fake provider writes each chunk from a timer's callback, the client process reads each worker's
 frames on a bare Sans-I/O WebSocket, keeping the bytes until the run is over. On a machine too
 loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
@@ -157,6 +161,8 @@ class CpuWindow:
     def __init__(self, host: WorkersHost, provider: int, client: int) -> None:
         self.host, self.provider, self.client = host, provider, client
         self.start = self._now()
+        self.traffic = host.nats_traffic()
+        self.wakeups = host.wakeups()
         self.seconds = -time.perf_counter()
 
     def _now(self) -> dict[str, float]:
@@ -173,6 +179,12 @@ class CpuWindow:
         used["other"] = used["machine"] - used["workers"] - used.get("nats", 0.0) - used["provider"] - used["client"]
         shares = {name: value * 1e6 / max(1, chunks) for name, value in used.items()}
         shares["busy"] = used["machine"] / max(1e-9, self.seconds * (os.cpu_count() or 1))
+        for key, value in self.host.wakeups().items():
+            shares[f"wakeups {key}"] = (value - self.wakeups.get(key, 0)) / max(1, chunks)
+        traffic = self.host.nats_traffic()
+        if traffic and self.traffic:  # messages through NATS per chunk (not µs: no "µs" columns)
+            for key, value in traffic.items():
+                shares[f"nats {key}"] = (value - self.traffic.get(key, 0)) / max(1, chunks)
         return shares
 
 
@@ -248,8 +260,19 @@ async def _one_count_of_workers(workers: int, provider: int, base_url: str, sess
     line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {median([run['median'] for run in runs]):>9.2f} | {_cpu_cells(cpu)} | "
             f"{lasted:>8.2f} / {planned_s:>5.2f} | "
             f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  "
-            f"[p99 of each run: {each}{f'; µs/chunk of each worker: {each_worker}' if workers > 1 else ''}]")
+            f"[p99 of each run: {each}{f'; µs/chunk of each worker: {each_worker}' if workers > 1 else ''}{_traffic_note(cpu)}]")
     return held, line
+
+
+def _traffic_note(cpu: dict[str, float]) -> str:
+    """The NATS server's messages (and bytes) per chunk, in from the workers and out to them
+    (``WorkersHost.nats_traffic``): how many records, acknowledgements, followed records and
+    answers a chunk costs, whatever the machine's load."""
+    woken = f"; wake-ups per chunk: workers {cpu.get('wakeups workers', 0.0):.2f}, NATS {cpu.get('wakeups nats', 0.0):.2f}"
+    if not cpu.get("nats in_msgs"):
+        return woken
+    return (f"{woken}; NATS per chunk: in {cpu['nats in_msgs']:.2f} msgs {cpu['nats in_bytes']:.0f} B, "
+            f"out {cpu['nats out_msgs']:.2f} msgs {cpu['nats out_bytes']:.0f} B")
 
 
 async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> None:

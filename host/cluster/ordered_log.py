@@ -99,7 +99,6 @@ from typing import Any, TypeVar
 
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.errors import NotFoundError
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
@@ -644,14 +643,15 @@ class ClusterLog:
         its own acknowledgements (the server sends them by other ways), so a frame of this
         process sent at once could come before a lower-numbered record of another's to a
         connection that follows both (``host.state.awaiting``). The server is asked for the
-        next record on the follower's subjects past what it handed over (one direct get per
-        subject; this process's own records, which it skips, passed over); done as well when
+        next record on the follower's subjects past what it handed over (a question per
+        subject, all of a round in one write: ``JetStreamLog.next_on``; this process's own
+        records, which it skips, passed over); done as well when
         that cannot be known (NATS unreachable, not following: nothing better to wait for).
 
         ``channels``: only records of these channels' groups matter (the channels another
         process runs that the connections the frames go to follow: ``Store._gated_channels``),
         so the server is asked about those groups' subjects and every group's owner marker
-        only (two direct gets for the root, where the follower's subjects would pass over every
+        only (two questions for the root, where the follower's subjects would pass over every
         record of every other process's sessions and this process's own); once a marker is
         found below ``seq`` (a group changing hands), about every subject the follower takes."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
@@ -686,7 +686,7 @@ class ClusterLog:
                 if narrowed is not None and groups == self._caught_up_groups[0]:
                     start = max(start, self._caught_up_groups[1])
                 asked = narrowed if narrowed is not None else self._follow_subjects()
-                found = await asyncio.gather(*(self._next_followed(subject, start, seq) for subject in asked))
+                found = await self._next_followed(asked, start, seq)
                 coming = min((number for number in found if number), default=0)
                 if not coming:
                     if narrowed is not None and groups is not None:
@@ -718,25 +718,29 @@ class ClusterLog:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def _next_followed(self, subject: str, start: int, below: int) -> int:
-        """The number of the first record on ``subject`` from ``start`` on, below ``below``, that
-        the follower will hand over (not one of this process's own groups, which it skips); 0
-        for none."""
+    async def _next_followed(self, subjects: list[str], start: int, below: int) -> list[int]:
+        """For each of ``subjects``, the number of the first record on it from ``start`` on,
+        below ``below``, that the follower will hand over (not one of this process's own groups,
+        which it skips); 0 for none. One round of questions for all of them at once
+        (``JetStreamLog.next_on``: one write, answers read where they arrive); a subject whose
+        answer is a record of this process's own is asked again past it in the next round."""
         core = self.core
         prefix = len(core.subjects.prefix) + 1
-        while start < below:
-            try:
-                message = await core.js.get_msg(core.stream, seq=start, subject=subject, next=True, direct=True)
-            except NotFoundError:
-                return 0
-            number = message.seq or 0
-            if number >= below:
-                return 0
-            group_token, _, channel_token = (message.subject or "")[prefix:].partition(".")
-            if channel_token == MARKER_TOKEN or self._marked.get(untoken(group_token) or "") != core.holder:
-                return number
-            start = number + 1  # this process's own record: skipped by the follower
-        return 0
+        found = [0] * len(subjects)
+        starts = dict.fromkeys(range(len(subjects)), start)
+        while starts:
+            asked = list(starts)
+            answers = await core.next_on([(subjects[index], starts[index]) for index in asked])
+            for index, (number, subject) in zip(asked, answers, strict=True):
+                del starts[index]
+                if not number or number >= below:
+                    continue
+                group_token, _, channel_token = subject[prefix:].partition(".")
+                if channel_token == MARKER_TOKEN or self._marked.get(untoken(group_token) or "") != core.holder:
+                    found[index] = number
+                elif number + 1 < below:
+                    starts[index] = number + 1  # this process's own record: skipped by the follower
+        return found
 
     def hold(self, channels: Iterable[str]) -> Awaitable[None] | None:
         """Make sure this process's store holds ``channels`` whole before it serves them (a

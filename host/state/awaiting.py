@@ -51,10 +51,15 @@ connection of which follows another process's channel (``gated``: the store's se
 that do, computed when a subscription or an owner changes, not per frame; a connection that
 follows only channels run here is never held); otherwise, per batch of this process's frames
 whose number is past what the follower handed over (their own streamed text is not followed, so
-nearly every batch), a direct get or two before they leave (``ClusterLog.caught_up``, asked
+nearly every batch), a question or two to the log's server before they leave (``ClusterLog.caught_up``, asked
 about the groups of the channels run elsewhere that those connections follow, and the owner
 markers). Frames still leave in one order: while a batch waits, the frames
-after it wait too (a connection may follow a gated channel and one that is not).
+after it wait too (a connection may follow a gated channel and one that is not). The waits
+overlap: a batch numbered past what the waits under way were asked about is asked about at once
+(up to ``CHECKS`` at a time), not once the wait before it ended, so a frame waits about one round
+trip to the log's server instead of up to two; the waiting frames are taken off the queue once
+(``_held``) and leave, in order, as the waits end (an answer for a higher number covers every
+lower one).
 
 **Written as soon as sent.** A frame sent from a drain in a loop turn of its own (an action not
 streamed, answered through a future; a frame held for the order above) is numbered and durable:
@@ -96,9 +101,15 @@ from ahp.state.appends import Mark
 from host.state.channels import Channel
 from host.state.log import LogUnavailable
 
-__all__ = ["Awaiting", "Pending"]
+__all__ = ["CHECKS", "Awaiting", "Pending"]
 
 logger = logging.getLogger(__name__)
+
+CHECKS = 2
+"""At most this many ``caught_up`` waits under way at once (``Awaiting._hold``): a frame numbered
+past what the waits under way were asked for gets one of its own at once, up to this many; past
+it, the next starts as one ends, for the highest frame held then. Each is a question or two to
+the log's server."""
 
 
 @dataclass(slots=True, eq=False)
@@ -179,8 +190,20 @@ class Awaiting:
         self._gated = gated
         """``gated()``: the channels whose frames wait for ``caught_up`` (those a connection follows
         that also follows a channel another process runs: ``Store._gated_channels``); None: all."""
-        self._catching_up: Awaitable[None] | None = None
-        """The wait of ``caught_up`` under way: this process's frames wait for it."""
+        self._held: deque[tuple[int, Pending]] = deque()
+        """Answered actions taken off the queue that wait for the follower (``_hold``), in the
+        order they leave (their numbers' order), each with the number the follower must have
+        handed over everything below (``need``; 0: not gated, it waits only for those before it).
+        Every one is numbered below every numbered action still in the queue."""
+        self._cleared = 0
+        """Every record of another process numbered below this was taken in (a ``caught_up`` that
+        said so or whose wait ended): held frames whose ``need`` is at most this may leave."""
+        self._asked = 0
+        """The highest number a ``caught_up`` wait was started for (under way or over)."""
+        self._wanted = 0
+        """The highest ``need`` of a frame held so far."""
+        self._checks = 0
+        """How many ``caught_up`` waits are under way (at most ``CHECKS``)."""
         self._taken: deque[Pending] = deque()
         """Records taken in from other processes, held until no action of this process that may
         be numbered lower waits (``hold_taken``), in log order."""
@@ -198,17 +221,24 @@ class Awaiting:
         """Per channel, the waits of ``quiet``: resolved once none of its actions is queued."""
 
     def __len__(self) -> int:
-        return len(self._queue)
+        """How many actions of this process are not sent yet: waiting for their number, or
+        numbered and held for the follower (``_hold``)."""
+        return len(self._queue) + len(self._held)
 
     def newest_answer(self) -> Any:
         """The log's answer (a future) for the action added last with ``add`` (the store's
-        ``dispatch`` of it returned just before: nothing was added in between)."""
+        ``dispatch`` of it returned just before: nothing was added in between); a done future
+        when none is queued (only held ones: it was answered and is on its way)."""
+        if not self._queue:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
         return self._queue[-1].answer
 
     async def idle(self) -> None:
         """Return once no action waits for its number and no record taken in waits to be sent
         (at once when none does)."""
-        while self._queue or self._taken:
+        while self._queue or self._taken or self._held:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._idle.append(waiter)
             await waiter
@@ -217,14 +247,16 @@ class Awaiting:
         """Whether an action of this process on one of ``channels`` waits for its number or to be
         sent (reduced into the store's state already, or to be reduced once numbered)."""
         wanted = channels if isinstance(channels, (set, frozenset)) else set(channels)
-        return any(pending.channel in wanted for pending in self._queue)
+        return any(pending.channel in wanted for pending in self._queue) or \
+            any(pending.channel in wanted for _, pending in self._held)
 
     async def quiet(self, channels: Iterable[str]) -> None:
         """Return once none of ``channels``' actions is queued (at once when none is). The caller
         checks again after it returns (``busy``): an action may be dispatched on one of them
         before it runs again; it bounds the wait itself."""
         wanted = set(channels)
-        while busy := {pending.channel for pending in self._queue if pending.channel in wanted}:
+        while busy := {pending.channel for pending in self._queue if pending.channel in wanted} | \
+                {pending.channel for _, pending in self._held if pending.channel in wanted}:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             for channel in busy:  # woken when one of them goes quiet, then checked again
                 self._quiet.setdefault(channel, []).append(waiter)
@@ -241,7 +273,7 @@ class Awaiting:
     def _wake_quiet(self) -> None:
         """Resolve the waits of ``quiet`` whose channels no queued action is on now: one pass over
         the queue, only while some wait (nothing on the way of a frame otherwise)."""
-        queued = {pending.channel for pending in self._queue}
+        queued = {pending.channel for pending in self._queue} | {pending.channel for _, pending in self._held}
         for channel in [channel for channel in self._quiet if channel not in queued]:
             for waiter in self._quiet.pop(channel):
                 if not waiter.done():
@@ -291,6 +323,13 @@ class Awaiting:
         every action not numbered yet comes after it too)."""
         unknown = False
         above = self._sent > seq
+        for _, pending in self._held:  # numbered, in order, below every numbered one queued
+            if pending.order > upto or pending.dropped or pending.frame is None:
+                continue
+            if pending.envelope["serverSeq"] < seq:
+                return True
+            above = True
+            break
         for pending in self._queue:
             if pending.order > upto:
                 continue
@@ -366,89 +405,147 @@ class Awaiting:
         ``streamed_only``: inside the log's handing out of an acknowledgement (an action told at
         once), where only streamed frames are sent (see the module docstring): at the first
         answered action that is not one, it and the ones after it are left for a drain in the next
-        loop turn."""
+        loop turn. Frames that must wait for the follower are held (``_hold``) and leave, in
+        order, as the waits end (``_release``)."""
         queue = self._queue
-        if self._catching_up is not None:
-            # This process's frames wait for the follower (``_wait_for_others``), every one of them:
-            # nothing to take off the queue (a drain runs once the wait is over).
-            if self._taken:
-                self._send_taken(0, streamed_only)
-            return
+        if self._held and not self._release(streamed_only):
+            return  # a held frame waits for the next loop turn (``streamed_only``) or a record taken in
         ready: list[Pending] = []
         while queue and queue[0].answered:
             ready.append(queue.popleft())
         if not ready:
             if self._taken:
                 self._send_taken(0, streamed_only)
+            self._wake_idle()  # (held frames or records taken in may have been the last unsent)
             return
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
         bound = _lowest_numbered(queue)
-        if self._caught_up is not None and self._wait_for_others(ready, bound):
-            queue.extendleft(reversed(ready))
+        if bound:
+            for index, pending in enumerate(ready):
+                if pending.frame is not None and pending.envelope["serverSeq"] > bound:
+                    queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
+                    del ready[index:]
+                    break
+        if self._caught_up is not None and self._hold(ready):
             if self._taken:
                 self._send_taken(0, streamed_only)
             return
         for index, pending in enumerate(ready):
-            if bound and pending.frame is not None and pending.envelope["serverSeq"] > bound:
-                queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
-                break
-            if streamed_only and (not pending.streamed or pending.frame is None or pending.dropped):
+            if not self._finish_one(pending, streamed_only):
                 queue.extendleft(reversed(ready[index:]))
-                asyncio.get_running_loop().call_soon(self._drain)
                 break
-            if pending.dropped:
-                if pending.frame is not None:
-                    logger.warning("%s #%s was stored by the log though an earlier action of its channel was refused: "
-                                   "this process's state of it lacks it", pending.channel, pending.envelope["serverSeq"])
-                elif pending.error is not None:
-                    self._refuse(pending, str(pending.error))
-                continue
-            if pending.frame is not None:
-                seq = pending.envelope["serverSeq"]
-                if self._taken and self._taken[0].envelope["serverSeq"] < seq and not self._send_taken(seq, streamed_only):
-                    queue.extendleft(reversed(ready[index:]))  # after the records taken in before it
-                    break
-                self._finish(pending)
-                if seq > self._sent:
-                    self._sent = seq
         if self._taken:
             self._send_taken(0, streamed_only)
-        if not queue and not self._taken and self._idle:
+        self._wake_idle()
+
+    def _finish_one(self, pending: Pending, streamed_only: bool) -> bool:
+        """Finish ``pending`` (answered, its turn to leave): False when it must wait (for the next
+        loop turn, ``streamed_only``; or for records taken in numbered before it)."""
+        if streamed_only and (not pending.streamed or pending.frame is None or pending.dropped):
+            asyncio.get_running_loop().call_soon(self._drain)
+            return False
+        if pending.dropped:
+            if pending.frame is not None:
+                logger.warning("%s #%s was stored by the log though an earlier action of its channel was refused: "
+                               "this process's state of it lacks it", pending.channel, pending.envelope["serverSeq"])
+            elif pending.error is not None:
+                self._refuse(pending, str(pending.error))
+            return True
+        if pending.frame is not None:
+            seq = pending.envelope["serverSeq"]
+            if self._taken and self._taken[0].envelope["serverSeq"] < seq and not self._send_taken(seq, streamed_only):
+                return False  # after the records taken in before it
+            self._finish(pending)
+            if seq > self._sent:
+                self._sent = seq
+        return True
+
+    def _wake_idle(self) -> None:
+        if not self._queue and not self._taken and not self._held and self._idle:
             idle, self._idle = self._idle, []
             for waiter in idle:
                 if not waiter.done():
                     waiter.set_result(None)
 
+    def _hold(self, ready: list[Pending]) -> bool:
+        """Whether the ``ready`` frames (sorted, each numbered below every numbered one queued)
+        must wait for records of other processes numbered below them that are not taken in yet
+        (``caught_up``); when so they are held, behind those held already, and leave as the
+        waits end (``_release``). A frame waits for the records below its own number when it
+        goes to a gated channel (one a connection follows that also follows a channel another
+        process runs), and for every frame before it in any case.
 
-    def _wait_for_others(self, ready: list[Pending], bound: int) -> bool:
-        """Whether the ``ready`` frames must wait for records of other processes numbered below
-        them that are not taken in yet (``caught_up``); when so, they are sent by a drain once
-        those are."""
-        if self._catching_up is not None:
-            return True
+        Several waits may be under way at once (``CHECKS``): a frame that comes while one is
+        under way, numbered past what it was asked for, gets a wait of its own at once instead of
+        after the earlier one's end, so that a frame waits about one round trip to the server
+        rather than the rest of the round under way and one more."""
         gated = self._gated() if self._gated is not None else None
-        if gated is not None and not gated:
+        if not self._held and gated is not None and not gated:
             return False  # no connection here follows a channel another process runs
+        cleared = self._cleared
+        needs: list[int] = []
         highest = 0
         for pending in ready:
             seq = pending.envelope["serverSeq"] if pending.frame is not None and not pending.dropped else 0
-            if seq and (not bound or seq < bound) and seq > highest and (gated is None or pending.channel in gated):
-                highest = seq
-        if not highest:
-            return False
+            need = seq if seq > cleared and (gated is None or pending.channel in gated) else 0
+            needs.append(need)
+            if need > highest:
+                highest = need
+        if not self._held:
+            if not highest:
+                return False
+            self._ask(highest)
+            if highest <= self._cleared:  # the log said at once: nothing to wait for
+                return False
+        elif highest > self._wanted:
+            self._ask(highest)
+        self._held.extend(zip(needs, ready))
+        if highest > self._wanted:
+            self._wanted = highest
+        return True
+
+    def _ask(self, seq: int) -> None:
+        """Start a ``caught_up`` wait for the records below ``seq`` (none when ``CHECKS`` are
+        under way: the next one starts as one of them ends, for the highest frame held then)."""
+        if seq <= self._asked or self._checks >= CHECKS:
+            return
         assert self._caught_up is not None
-        waiting = self._caught_up(highest)
+        waiting = self._caught_up(seq)
+        self._asked = seq
         if waiting is None:
-            return False
-        self._catching_up = waiting
+            if seq > self._cleared:
+                self._cleared = seq
+            return
+        self._checks += 1
 
         def done(_: Any) -> None:
-            self._catching_up = None
+            self._checks -= 1
+            if seq > self._cleared:
+                self._cleared = seq
             self._drain()
 
         cast(Any, waiting).add_done_callback(done)
-        return True
+
+    def _release(self, streamed_only: bool) -> bool:
+        """Send the held frames whose wait is over, in order (a wait is started for the highest
+        held when none covers it and fewer than ``CHECKS`` are under way); False when one must
+        wait for the next loop turn (``streamed_only``, or records taken in before it)."""
+        held = self._held
+        while True:
+            cleared = self._cleared
+            while held and held[0][0] <= cleared:
+                if not self._finish_one(held[0][1], streamed_only):
+                    return False
+                held.popleft()
+            if not held:
+                self._wanted = 0
+                return True
+            if self._wanted <= self._asked:
+                return True  # a wait under way covers them
+            self._ask(self._wanted)
+            if self._cleared == cleared:
+                return True
 
     def _send_taken(self, below: int, streamed_only: bool) -> bool:
         """Send the records taken in that may go: those numbered below ``below`` (the number of an

@@ -2,7 +2,7 @@
 ones): what the server is asked before this process's frame numbered ``seq`` may leave. Only
 those channels' groups and every owner marker while no marker lies below ``seq``; every subject
 the follower takes once one does (a group changing hands: its records may be what a waiting
-connection follows next). The server is a stand-in here (``_next_followed``: the first record on a
+connection follows next). The server is a stand-in here (``_next_followed``: the first record on each
 subject the follower is to bring); the real server's answers are ``test_taken_in_order.py``'s."""
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ def following_log(found: dict[str, int]) -> tuple[ClusterLog, dict[int, list[str
     def follow_subjects() -> list[str]:
         return [log.core.subjects.coarse]
 
-    async def next_followed(subject: str, start: int, below: int) -> int:
-        asked.setdefault(start, []).append(subject)
-        number = found.get(subject, 0)
-        return number if start <= number < below else 0
+    async def next_followed(subjects: list[str], start: int, below: int) -> list[int]:
+        asked.setdefault(start, []).extend(subjects)
+        return [number if start <= number < below else 0 for number in (found.get(subject, 0) for subject in subjects)]
 
     log._follow_subjects = follow_subjects  # type: ignore[method-assign]
     log._next_followed = next_followed  # type: ignore[method-assign]

@@ -774,3 +774,29 @@ _HEAD = ack_head("AHP")
 def test_a_batchs_acknowledgements_give_each_message_its_sequence_or_none_unless_all_were_stored(
         replies: list[bytes | BaseException], seqs: list[int] | None) -> None:
     assert _stored_seqs(replies, _HEAD) == seqs
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+async def test_the_next_record_on_each_of_several_subjects_is_asked_in_one_round_on_either_wire(
+        nats_server: EmbeddedNats, fast: bool) -> None:
+    log = await JetStreamLog.connect(nats_server.url, holder="asker", fast_wire=fast)
+    try:
+        other = "ahp-session:/other"
+        marker = await log.claim(SESSION)
+        await log.claim(other)
+        mine = [await log.append(default_chat_uri(SESSION), 0, step(i)) for i in range(3)]
+        theirs = await log.append(default_chat_uri(other), 0, step(9))
+        seqs = told_seqs(mine)
+        group = log.subjects.group_filter(SESSION)
+        records = {record.seq: record for record in await log.read(0)}
+        answers = await log.next_on([
+            (log.subjects.marker(SESSION), 1),  # the session's owner marker
+            (group, marker + 1),  # its first record after the marker
+            (group, seqs[-1] + 1),  # none after its last
+            (log.subjects.group_filter(other), seqs[0]),  # the other session's record, past a record of this one
+        ])
+        assert [number for number, _ in answers] == [marker, seqs[0], 0, told_seqs([theirs])[0]]
+        assert answers[0][1] == log.subjects.marker(SESSION) and answers[2] == (0, "")
+        assert records[seqs[0]].channel == default_chat_uri(SESSION)
+    finally:
+        await log.close()

@@ -385,3 +385,92 @@ async def test_a_subscription_to_a_channel_run_elsewhere_holds_the_frames_of_tha
     log.number(2, 5)
     await settle()
     assert [json.loads(text)["params"]["serverSeq"] for text in connection.texts] == [1, 3, 5] and log.asked == [3]
+
+
+class RoundTripLog(FollowingLog):
+    """``FollowingLog`` whose every ``caught_up`` is a round trip of its own, ended by the test."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rounds: dict[int, asyncio.Future[None]] = {}
+
+    def caught_up(self, seq: int, channels: Iterable[str]) -> asyncio.Future[None] | None:
+        assert set(channels) == {ELSEWHERE}
+        if seq <= self.taken_in_to:
+            return None
+        self.asked.append(seq)
+        self.rounds[seq] = asyncio.get_running_loop().create_future()
+        return self.rounds[seq]
+
+    def answer(self, seq: int) -> None:
+        """The follower took in everything below ``seq``."""
+        self.taken_in_to = max(self.taken_in_to, seq)
+        self.rounds[seq].set_result(None)
+
+
+def numbers(sink: Sink) -> list[int]:
+    return [json.loads(text)["params"]["serverSeq"] for text in sink.texts]
+
+
+async def test_a_frame_numbered_past_the_round_under_way_is_asked_about_at_once_and_frames_leave_in_order() -> None:
+    log = RoundTripLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    for session in ("ahp-session:/mine", ELSEWHERE):
+        store.create(session, "session", {"title": "old"})
+    connection = Sink()
+    store.subscribe("ahp-session:/mine", connection)
+    store.subscribe(ELSEWHERE, connection)
+
+    store.dispatch("ahp-session:/mine", titled("one"))
+    log.number(0, 3)
+    await settle()
+    store.dispatch("ahp-session:/mine", titled("two"))
+    log.number(1, 5)
+    await settle()
+    # The second frame's question leaves while the first's is under way, not after its answer.
+    assert log.asked == [3, 5] and connection.texts == []
+    log.answer(5)  # the later answer first: it covers everything below #5, so both leave, in order
+    await settle()
+    assert numbers(connection) == [3, 5]
+    log.answer(3)  # a late answer to a question already covered changes nothing
+    await settle()
+    assert numbers(connection) == [3, 5]
+
+    for index, (seq, text) in enumerate([(7, "three"), (9, "four"), (11, "five")], start=2):
+        store.dispatch("ahp-session:/mine", titled(text))
+        log.number(index, seq)
+        await settle()
+    assert log.asked == [3, 5, 7, 9]  # at most CHECKS (2) under way: #11 waits for one of them to end
+    log.answer(7)
+    await settle()
+    assert numbers(connection) == [3, 5, 7] and log.asked == [3, 5, 7, 9, 11]  # #9 and #11 wait for their answers
+    idle = asyncio.ensure_future(store._awaiting.idle())  # type: ignore[union-attr]
+    await settle()
+    assert not idle.done()  # #9 and #11 are not sent yet
+    log.answer(11)
+    await settle()
+    assert numbers(connection) == [3, 5, 7, 9, 11]
+    await asyncio.wait_for(idle, 1)  # nothing of this process left unsent: whoever waits for that is woken
+
+
+async def test_while_frames_are_held_for_the_follower_no_frame_after_them_overtakes_them() -> None:
+    log = RoundTripLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    for session in ("ahp-session:/mine", "ahp-session:/local", ELSEWHERE):
+        store.create(session, "session", {"title": "old"})
+    mixed, local_only = Sink(), Sink()
+    store.subscribe("ahp-session:/mine", mixed)
+    store.subscribe(ELSEWHERE, mixed)
+    store.subscribe("ahp-session:/local", local_only)
+    store.subscribe("ahp-session:/mine", local_only)
+
+    store.dispatch("ahp-session:/mine", titled("one"))
+    log.number(0, 3)
+    await settle()
+    store.dispatch("ahp-session:/local", titled("two"))  # not gated, but after a held frame
+    log.number(1, 4)
+    await settle()
+    assert mixed.texts == [] and local_only.texts == [] and log.asked == [3]
+    log.answer(3)
+    await settle()
+    assert numbers(mixed) == [3] and numbers(local_only) == [3, 4]
