@@ -56,3 +56,17 @@ def test_server_tools_that_orjson_cannot_write_are_cleaned_the_plain_way():
     assert _server_tools(tools) == [{"name": "x", "inputSchema": {1: {}, "big": 2**70}}]
     kept = [{"name": "x", "inputSchema": {1: "one", "big": 2**70}}]
     assert _server_tools(kept) is kept
+
+
+def test_customizations_hold_no_null_and_are_shared_when_they_hold_none():
+    entry = {"id": "c1", "type": "plugin", "name": "P", "children": [{"id": "c1/s", "type": "skill", "name": "s"}]}
+    listed = [entry]
+    state = internal.reduce("session", SESSION, {"type": "session/customizationsChanged", "customizations": listed}, 0)
+    assert state["customizations"] is listed
+    changed = {**entry, "description": None, "children": [{"id": "c1/s", "type": "skill", "name": "s", "uri": None}]}
+    state = internal.reduce("session", state, {"type": "session/customizationUpdated", "customization": changed}, 0)
+    assert state["customizations"] == [{"id": "c1", "type": "plugin", "name": "P",
+                                        "children": [{"id": "c1/s", "type": "skill", "name": "s"}]}]
+    state = internal.reduce("session", state, {"type": "session/customizationsChanged", "customizations": [changed]}, 0)
+    assert state["customizations"] == [{"id": "c1", "type": "plugin", "name": "P",
+                                        "children": [{"id": "c1/s", "type": "skill", "name": "s"}]}]
