@@ -2,7 +2,7 @@
 end cost beside its streamed text.
 
     .venv/bin/python benchmarks/turn_cost.py [--turns 10,40] [--protocol 0.9.0] [--side both]
-        [--provider openai-chat|anthropic|openai-responses] [--profile FILE]
+        [--provider openai-chat|anthropic|openai-responses] [--first | --creation] [--profile FILE]
 
 ``capacity.py`` runs many short turns per session, so what every turn costs once (the turn's
 start and end actions, their journal transactions, the customization refresh before the model
@@ -16,6 +16,9 @@ session of its own, created before the count (a session's first turn, as in ``ca
 every session streams one turn). Run for the two ``--turns`` counts,
 the difference of the totals divided by the difference of the counts is one turn's instructions,
 its one chunk included, without start-up or the session's creation.
+``--creation`` (host only) measures the sessions' creation instead: ``N`` sessions created one
+after another, each until the client sees it ``ready`` (its ``session/serverToolsChanged``,
+customizations and catalogue included), with the instrumentation on; no turn is counted.
 
 * **host**: ``agent-host serve`` as it runs (``start_host``), its session created by
   ``client.AhpClient`` speaking ``--protocol`` in the working directory a session gets by default
@@ -55,15 +58,24 @@ WARM_UP = 5
 """Untimed turns before the measured ones (imports, first-use caches, the first turn's set-up)."""
 
 
-async def _short_turns(peer: ChildProcess, connect: str, turns: int, first: bool = False) -> None:
+async def _short_turns(peer: ChildProcess, connect: str, turns: int, first: bool = False, creation: bool = False) -> None:
     """The peer's client connected, ``WARM_UP`` untimed turns, then ``turns`` turns of one chunk
     each with the instrumentation on; with ``first``, each in a session of its own created before
-    (its first turn)."""
+    (its first turn); with ``creation``, no turn measured: ``turns`` sessions created one after
+    another, each until it is ready, with the instrumentation on."""
     peer.send(connect)
     await peer.expect("ready", timeout=3600)
     for _ in range(WARM_UP):
         peer.send("turn 1")
         await peer.expect("done", timeout=3600)
+    if creation:
+        peer.send("sessions 1")  # (the first creation after the warm-up turns: untimed too)
+        await peer.expect("ready", timeout=3600)
+        chunk_end_to_end._instrument(True)
+        peer.send(f"sessions {turns}")
+        await peer.expect("ready", timeout=3600)
+        chunk_end_to_end._instrument(False)
+        return
     if first:
         peer.send(f"sessions {turns}")
         await peer.expect("ready", timeout=3600)
@@ -76,20 +88,21 @@ async def _short_turns(peer: ChildProcess, connect: str, turns: int, first: bool
     chunk_end_to_end._instrument(False)
 
 
-def _profile(turns: int, protocol: str, api: str, first: bool, out: str) -> None:
-    """The host natively, ``turns`` measured turns profiled into ``out``; its top functions printed."""
-    subprocess.run([sys.executable, __file__, "--child", "host", str(turns), protocol, api, _mode(first)], cwd=REPO, check=True,
+def _profile(turns: int, protocol: str, api: str, mode: str, out: str) -> None:
+    """The host natively, ``turns`` measured turns (or sessions created) profiled into ``out``; its top functions printed."""
+    subprocess.run([sys.executable, __file__, "--child", "host", str(turns), protocol, api, mode], cwd=REPO, check=True,
                    env={**os.environ, "CHUNK_BENCH_PROFILE": out})
     text = io.StringIO()
     stats = pstats.Stats(out, stream=text)
     stats.sort_stats("tottime").print_stats(45)
     stats.sort_stats("cumulative").print_stats(60)
-    print(f"where the host's CPU went over {turns} {'first ' if first else ''}turns of one chunk (cProfile, thread time):")
+    what = f"{turns} sessions created" if mode == "creation" else f"{turns} {'first ' if mode == 'first' else ''}turns of one chunk"
+    print(f"where the host's CPU went over {what} (cProfile, thread time):")
     print(text.getvalue())
 
 
-def _mode(first: bool) -> str:
-    return "first" if first else "later"
+def _mode(first: bool, creation: bool = False) -> str:
+    return "creation" if creation else "first" if first else "later"
 
 
 def main() -> None:
@@ -101,22 +114,29 @@ def main() -> None:
                         help="the API the fake model server speaks (and the host's agent and the relay use)")
     parser.add_argument("--first", action="store_true",
                         help="each measured turn the first of a session created for it (before the count)")
+    parser.add_argument("--creation", action="store_true",
+                        help="instead of turns, the sessions' creation: instructions per session created until ready (host only)")
     parser.add_argument("--profile", metavar="FILE", help="profile the host natively instead (no figures)")
     args = parser.parse_args()
     short, long = (int(n) for n in args.turns.split(","))
+    mode = _mode(args.first, args.creation)
+    if args.creation and args.side != "host":
+        parser.error("--creation measures the host only (--side host)")
     if args.profile:
-        _profile(long, args.protocol, args.provider, args.first, args.profile)
+        _profile(long, args.protocol, args.provider, mode, args.profile)
         return
     require_valgrind()
-    print(f"instructions per turn of one chunk (callgrind, user space, the measured process's threads), "
-          f"{long} minus {short} turns{', each the first of its session' if args.first else ''}, provider API {args.provider}, client speaking {args.protocol}; {machine_note()}")
+    unit = "session created until ready" if args.creation else "turn of one chunk"
+    print(f"instructions per {unit} (callgrind, user space, the measured process's threads), "
+          f"{long} minus {short} {'sessions' if args.creation else 'turns'}{', each the first of its session' if args.first and not args.creation else ''}, "
+          f"provider API {args.provider}, client speaking {args.protocol}; {machine_note()}")
     print(f"command: {command_line()}")
     host_against_relay(
         ("relay", "host") if args.side == "both" else (args.side,),
-        lambda side, n: count(__file__, side, n, args.protocol, args.provider, _mode(args.first), what=f"the {side} run of {n} turns"),
+        lambda side, n: count(__file__, side, n, args.protocol, args.provider, mode, what=f"the {side} run of {n} {'sessions' if args.creation else 'turns'}"),
         short, long, width=84, labels={
             "relay": "minimal relay: one streamed request, one envelope per chunk and one at the end",
-            "host": "host: chat/turnStarted → model request → chat/turnComplete"})
+            "host": "host: createSession → session ready" if args.creation else "host: chat/turnStarted → model request → chat/turnComplete"})
     print(f"load average after the run: {machine_note()}")
 
 
@@ -125,7 +145,7 @@ if __name__ == "__main__":
         # ``--child host N PROTOCOL API MODE`` or ``--child relay N PROTOCOL API MODE`` (under callgrind)
         side, turns, protocol, api, mode = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
         if side == "host":
-            drive = functools.partial(_short_turns, first=mode == "first")
+            drive = functools.partial(_short_turns, first=mode == "first", creation=mode == "creation")
             asyncio.run(chunk_end_to_end._host(turns, protocol, None, api, drive=drive))
         else:
             asyncio.run(chunk_end_to_end._relay(turns, api, drive=_short_turns))

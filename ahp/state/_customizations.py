@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ahp.state._js import as_dict, as_list, assign, payload, truthy
+from ahp.state._js import as_dict, as_list, assign, clean_large, payload, truthy
 from ahp.state._lists import index_by, remove_at
 
 __all__ = [
@@ -92,7 +92,7 @@ def _update_entry(state: dict[str, Any], entry_id: Any, update: Update, *, only_
 
 
 def on_customizations_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
-    return assign(state, customizations=payload(action, "customizations"))
+    return assign(state, customizations=clean_large(action.get("customizations")))
 
 
 def apply_enablement(entry: dict[str, Any], enablement: list[Any]) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def on_customization_toggled(state: dict[str, Any], action: dict[str, Any], now:
 
 
 def on_customization_updated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
-    customization = payload(action, "customization")
+    customization = clean_large(action.get("customization"))  # (a container's every entry, each session)
     if not isinstance(customization, dict):
         return state
     entries = as_list(state.get("customizations"))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 
 def truthy(value: Any) -> bool:
     """JS truthiness: empty containers count as true, absent/0/""/false do not."""
@@ -86,6 +88,23 @@ def clean(value: Any) -> Any:
             return value
         return items
     return value
+
+
+def clean_large(value: Any) -> Any:
+    """``clean(value)`` for a large value that seldom holds a ``None`` (a session's tool
+    definitions, each with its input schema: a walk of every schema's every node per session):
+    its JSON, written in C, is looked at first, and a value whose JSON has no ``:null`` is
+    returned as it is, since a ``None`` under a key anywhere in dicts and lists is written
+    ``"key":null`` (one inside a string only sends it the plain way). Anything orjson does not
+    write (a key that is not a string, an integer past 64 bits) goes the plain way too."""
+    if isinstance(value, (dict, list)):
+        try:
+            text = orjson.dumps(value)
+        except TypeError:  # (orjson.JSONEncodeError is one)
+            return clean(value)
+        if b":null" not in text:
+            return value
+    return clean(value)
 
 
 def payload(action: dict[str, Any], key: str) -> Any:

@@ -38,7 +38,7 @@ from typing import Any
 
 import ahp.state._customizations as _customizations
 from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, as_list, assign, clean, payload, truthy
+from ahp.state._js import as_dict, as_list, assign, clean, clean_large, payload, truthy
 from ahp.state._lists import index_by, remove_at, upsert_by, without_value
 from ahp.state.status import SessionStatus, input_needed_status, with_flag
 
@@ -60,6 +60,11 @@ def _set(field: str, source: str | None = None) -> Handler:
         return assign(state, **{field: payload(action, source or field)})
 
     return handler
+
+
+def _server_tools_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
+    # Every tool's input schema, every session: looked at in C first (``clean_large``).
+    return assign(state, serverTools=clean_large(action.get("tools")))
 
 
 def _flag(flag: SessionStatus, field: str) -> Handler:
@@ -216,7 +221,7 @@ _HANDLERS: dict[str, Handler] = {
     "session/titleChanged": _set("title"),
     "session/activityChanged": _set("activity"),
     "session/metaChanged": _set("_meta"),
-    "session/serverToolsChanged": _set("serverTools", "tools"),
+    "session/serverToolsChanged": _server_tools_changed,
     "session/isReadChanged": _flag(SessionStatus.IsRead, "isRead"),
     "session/isArchivedChanged": _flag(SessionStatus.IsArchived, "isArchived"),
     "session/changesetsChanged": _changesets_changed,
