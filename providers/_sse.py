@@ -43,6 +43,21 @@ _DATA = b"data: "
 _EVENT = b"event: "
 
 
+def _piece(event: bytes, length: int, end: int) -> str | None:
+    """The piece S of an ``event`` (its bytes, after a prefix of ``length`` bytes) that is S, ``}``,
+    JSON's blanks (space, tab), ``}`` and ``end - 1`` bytes more (its blank line, if read with it);
+    None when it is not so laid out, S is not one JSON string or it is empty (then the general way
+    says what the event is)."""
+    text = event[length:-end].rstrip(b" \t")  # S and the first ``}``, once the blanks are cut
+    if text[-2:] != b'"}' or text[:1] != b'"':
+        return None
+    try:
+        piece = orjson.loads(text[:-1])
+    except orjson.JSONDecodeError:
+        return None
+    return piece if type(piece) is str and piece else None
+
+
 class BarePrefix(Protocol):
     """A reader that takes some events' pieces bare (a translator; see the module docstring)."""
 
@@ -129,10 +144,19 @@ class RawEventStream:
         # body is cut into whole events at those, and an event of one ``data`` line (after one
         # ``event`` line, or none), which is what these APIs send, is read without going through
         # its lines; any other is read line by line (``_block``).
+        bare = self.bare
+        if bare is not None and held is None and not self._rest and not self.ended:
+            # Nearly every read of a streamed answer at a model's pace: one whole event, a piece
+            # (S, ``}``, blanks, ``}``, the blank line; S, one JSON string, holds no line end, so
+            # the read is that one event and nothing else), given without splitting the read.
+            prefix = bare.bare_prefix
+            if prefix is not None and chunk[-3:] == b"}\n\n" and chunk[:len(prefix)] == prefix:
+                piece = _piece(chunk, len(prefix), 3)
+                if piece is not None:
+                    return [(None, piece)]
         found: list[tuple[str | None, Any]] = []
         if self.ended:
             return found
-        bare = self.bare
         blocks: Iterator[bytes] | list[bytes]
         if held is None:
             rest = self._rest
@@ -159,17 +183,10 @@ class RawEventStream:
         length = len(prefix) if prefix is not None else 0
         for block in blocks:
             if prefix is not None and block[:length] == prefix and block[-1:] == b"}":
-                # A piece picked out (module docstring): S, then ``}``, blanks and ``}``; S is what
-                # is left once those are cut.
-                text = block[length:-1].rstrip(b" \t")
-                if text[-2:] == b'"}' and text[:1] == b'"':
-                    try:
-                        piece = loads(text[:-1])
-                    except orjson.JSONDecodeError:
-                        piece = None  # not one JSON string: the general way says what it is
-                    if type(piece) is str and piece:
-                        found.append((None, piece))
-                        continue
+                piece = _piece(block, length, 1)  # a piece picked out (module docstring)
+                if piece is not None:
+                    found.append((None, piece))
+                    continue
             event: str | None = None
             head, newline, tail = block.partition(b"\n")
             if not newline and head[:6] == _DATA:  # nearly every event of OpenAI's

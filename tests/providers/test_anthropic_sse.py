@@ -42,6 +42,12 @@ def cut(body: bytes, size: int) -> list[bytes]:
     return [body[i:i + size] for i in range(0, len(body), size)]
 
 
+def one_event_a_read(body: bytes) -> list[bytes]:
+    """``body`` read one whole event at a time, as a server writing at a model's pace sends it."""
+    events = body.split(b"\n\n")
+    return [event + b"\n\n" for event in events[:-1]] + ([events[-1]] if events[-1] else [])
+
+
 class Read:
     """What one provider stream gave: its bare items, each as the turn reads it, the events every
     other consumer reads, the message, the error it ended with, and how many pieces the reader
@@ -102,8 +108,8 @@ async def test_a_recorded_stream_read_in_reads_of_any_size_gives_what_the_genera
     plain = await read([body], short_way=False)
     assert plain.error is None and plain.message.parts
     deltas = sum(1 for event in plain.events if event.kind == "part_delta")
-    for size in (len(body), 1, 2, 3, 7, 13, 64, 97, 1000):
-        short = await read(cut(body, size), short_way=True)
+    for size in (len(body), 1, 2, 3, 7, 13, 64, 97, 1000, None):
+        short = await read(cut(body, size) if size is not None else one_event_a_read(body), short_way=True)
         assert short.same() == plain.same(), size
         # every streamed piece of the recording was picked out of its bytes, none parsed whole
         # (but a tool call's first, empty, input delta, which makes no event)
@@ -161,7 +167,7 @@ async def test_an_event_laid_out_any_way_gives_what_the_general_reader_gives(cas
     body = body.replace(b"\n", line_end)
     plain = await read([body], short_way=False)
     assert (plain.error is None) == (case not in FAILING)
-    for pieces in ([body], cut(body, 1), cut(body, 5)):
+    for pieces in ([body], cut(body, 1), cut(body, 5), one_event_a_read(body)):
         short = await read(pieces, short_way=True)
         assert short.same() == plain.same()
         # the first delta always, this one only if laid out as the API does, the last if the stream went on
