@@ -145,13 +145,14 @@ class RawEventStream:
         # ``event`` line, or none), which is what these APIs send, is read without going through
         # its lines; any other is read line by line (``_block``).
         bare = self.bare
-        if bare is not None and held is None and not self._rest and not self.ended:
-            # Nearly every read of a streamed answer at a model's pace: one whole event, a piece
-            # (S, ``}``, blanks, ``}``, the blank line; S, one JSON string, holds no line end, so
-            # the read is that one event and nothing else), given without splitting the read.
-            prefix = bare.bare_prefix
-            if prefix is not None and chunk[-3:] == b"}\n\n" and chunk[:len(prefix)] == prefix:
-                piece = _piece(chunk, len(prefix), 3)
+        prefix, length = None, 0
+        if bare is not None and (prefix := bare.bare_prefix) is not None:
+            length = len(prefix)
+            if held is None and not self._rest and not self.ended and chunk[-3:] == b"}\n\n" and chunk[:length] == prefix:
+                # Nearly every read of a streamed answer at a model's pace: one whole event, a piece
+                # (S, ``}``, blanks, ``}``, the blank line; S, one JSON string, holds no line end,
+                # so the read is that one event and nothing else), given without splitting the read.
+                piece = _piece(chunk, length, 3)
                 if piece is not None:
                     return [(None, piece)]
         found: list[tuple[str | None, Any]] = []
@@ -179,8 +180,6 @@ class RawEventStream:
         else:
             blocks = held
         done, done_length, error, names, loads = self._done, self._done_length, self._error, self._names, orjson.loads
-        prefix = bare.bare_prefix if bare is not None else None
-        length = len(prefix) if prefix is not None else 0
         for block in blocks:
             if prefix is not None and block[:length] == prefix and block[-1:] == b"}":
                 piece = _piece(block, length, 1)  # a piece picked out (module docstring)

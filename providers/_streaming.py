@@ -138,9 +138,10 @@ async def sdk_events(
             # and this one. The same events as its ``async for``; a wait is one read of bytes.
             step, errors = stream.reading()
             split = stream.split
+            resumed = stream.bare is not None  # (see the module docstring)
         else:
             # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
-            step, errors, split = aiter(stream).__anext__, contextlib.nullcontext(), None
+            step, errors, split, resumed = aiter(stream).__anext__, contextlib.nullcontext(), None, False
         with errors:
             while True:
                 try:
@@ -168,7 +169,7 @@ async def sdk_events(
                         else:
                             for event in out:
                                 yield event
-                    if split is None or stream.held is None:
+                    if not resumed or stream.held is None:
                         break
                     # A raw stream with a ``bare`` reader ended the read's list at an event given
                     # whole, now fed: the rest of the read, with the reader's prefix read again.
