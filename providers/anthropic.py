@@ -17,8 +17,8 @@ the SDK's typed models would cost several times more a chunk (``benchmarks/provi
 the typed way remains the fallback, ``providers._events``). On that raw way a delta of the block
 started last whose bytes are laid out as the API writes them gives its piece alone, only that
 string parsed (``providers._sse``, its ``bare`` reader: ``_Translator.bare_prefix``; off with
-``PICK_PIECES``), and ``feed_bare`` takes it as it is. An ``error`` event inside the stream is raised as the SDK would raise it
-(``anthropic.APIStatusError`` on the 200 response).
+``PICK_PIECES``), and ``feed_bare`` takes it as it is. An ``error`` event inside the stream is
+raised as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
 """
 
 from __future__ import annotations
