@@ -175,10 +175,13 @@ class RawEventStream:
                 if keep:
                     chunk += b"\r"
             *blocks, self._rest = chunk.split(b"\n\n")
-            if bare is not None:
-                blocks = iter(blocks)  # (so that the list can end at any event, the rest held)
+            # (an iterator, so that the list can end at any event and the rest be held; no rest
+            # to hold after a read's only event)
+            holding = bare is not None and len(blocks) > 1
+            if holding:
+                blocks = iter(blocks)
         else:
-            blocks = held
+            blocks, holding = held, True
         done, done_length, error, names, loads = self._done, self._done_length, self._error, self._names, orjson.loads
         for block in blocks:
             if prefix is not None and block[:length] == prefix and block[-1:] == b"}":
@@ -222,9 +225,9 @@ class RawEventStream:
                 self.ended, self._failure = True, failure
                 return found
             found.append((event, value))
-            if bare is not None:
+            if holding:
                 # The reader takes this event before the next is read: it may change the prefix.
-                self.held = blocks  # type: ignore[assignment]  # an iterator with ``bare``
+                self.held = blocks  # type: ignore[assignment]  # an iterator when holding
                 return found
         return found
 
