@@ -16,7 +16,10 @@ between items (the generator is suspended at ``yield``) is not a wait and never 
 
 A raw event stream (``providers._sse.RawEventStream``) is not iterated but read here: its bytes
 awaited and split into events by its own ``split`` (the same events as its ``async for``), so no
-async generator of its own is resumed per chunk; a wait is then one read of bytes.
+async generator of its own is resumed per chunk; a wait is then one read of bytes. A stream with a
+``bare`` reader (pieces picked out of their events' bytes by the translator's prefix) ends a read's
+list at each event given whole; those are fed, then ``resume`` gives the rest of the read, so the
+prefix is never read before the events ahead of it were fed.
 """
 
 from __future__ import annotations
@@ -135,9 +138,10 @@ async def sdk_events(
             # and this one. The same events as its ``async for``; a wait is one read of bytes.
             step, errors = stream.reading()
             split = stream.split
+            resumed = stream.bare is not None  # (see the module docstring)
         else:
             # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
-            step, errors, split = aiter(stream).__anext__, contextlib.nullcontext(), None
+            step, errors, split, resumed = aiter(stream).__anext__, contextlib.nullcontext(), None, False
         with errors:
             while True:
                 try:
@@ -157,13 +161,19 @@ async def sdk_events(
                 # One raw item of the SDK's stream, or the events of a read of bytes (those at
                 # the body's end when the read is empty).
                 items: Iterable[Any] = (got,) if split is None else split(got) if got else stream.last()
-                for raw in items:
-                    out = feed(raw[1] if data_only else raw)
-                    if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
-                        yield out
-                    else:
-                        for event in out:
-                            yield event
+                while True:
+                    for raw in items:
+                        out = feed(raw[1] if data_only else raw)
+                        if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
+                            yield out
+                        else:
+                            for event in out:
+                                yield event
+                    if not resumed or stream.held is None:
+                        break
+                    # A raw stream with a ``bare`` reader ended the read's list at an event given
+                    # whole, now fed: the rest of the read, with the reader's prefix read again.
+                    items = stream.resume()
                 if split is not None and (not got or stream.ended):
                     if got:
                         stream.ended_with()  # the error payload that ended it, if one did

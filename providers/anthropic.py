@@ -16,9 +16,9 @@ read from its raw response with the lean reader (``providers._sse``, orjson) as 
 the SDK's typed models would cost several times more a chunk (``benchmarks/provider_parsing.py``;
 the typed way remains the fallback, ``providers._events``). On that raw way a delta of the block
 started last whose bytes are laid out as the API writes them gives its piece alone, only that
-string parsed (``providers._anthropic_sse``; ``_Translator.bare_prefix``), and ``feed_bare``
-takes it as it is. An ``error`` event inside the stream is raised as the SDK would raise it
-(``anthropic.APIStatusError`` on the 200 response).
+string parsed (``providers._sse``, its ``bare`` reader: ``_Translator.bare_prefix``; off with
+``PICK_PIECES``), and ``feed_bare`` takes it as it is. An ``error`` event inside the stream is
+raised as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ import json
 import os
 from typing import Any
 
-from ._anthropic_sse import AnthropicEventStream, BarePrefix, delta_prefix
 from ._events import TypedEventStream, open_events
-from ._sse import RawEventStream
+from ._sse import BarePrefix, RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
 from ._transport_errors import is_transport_error, really_timed_out
@@ -80,6 +79,20 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 _CONTENT_OF: dict[str, str] = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 """A ``content_block_delta``'s type → the member of its ``delta`` holding the part's streamed content."""
+
+PICK_PIECES = True
+"""Whether the raw reader gives a delta's piece picked out of the event's bytes (``providers._sse``,
+``bare``); False: the plain way, every event parsed whole (the same results, a test's comparison)."""
+
+_EVENT_AND_DATA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+
+
+def delta_prefix(index: int, delta_type: str, field: str) -> bytes:
+    """The bytes of a ``content_block_delta`` event of block ``index`` up to its content: the
+    ``event`` line, then the ``data`` as the API writes it (no spaces) up to the string of
+    ``field`` of a delta of ``delta_type``."""
+    return b"%s%d,\"delta\":{\"type\":\"%s\",\"%s\":" % (_EVENT_AND_DATA, index, delta_type.encode(), field.encode())
+
 
 _DELTA_OF: dict[str, tuple[str, str]] = {"text": ("text_delta", "text"), "thinking": ("thinking_delta", "thinking"),
                                          "tool_use": ("input_json_delta", "partial_json")}
@@ -158,18 +171,17 @@ class AnthropicProvider:
 
 
 async def open_event_stream(client: Any, params: dict[str, Any], stall_timeout: float | None = None,
-                            reader: BarePrefix | None = None) -> RawEventStream | TypedEventStream | AnthropicEventStream:
+                            reader: BarePrefix | None = None) -> RawEventStream | TypedEventStream:
     """The SDK sends the request; the events are read as plain dicts (``providers._events``).
     ``stall_timeout``: the caller's stall watch bounds every read (no per-read bound in the client).
-    ``reader``: a translator whose streamed pieces may come as ``str`` (``providers._anthropic_sse``,
-    on the raw way only)."""
+    ``reader``: a translator whose streamed pieces may come as ``str`` (``providers._sse``'s ``bare``,
+    on the raw way only, with ``PICK_PIECES``)."""
     import anthropic
 
     watched = (stall_timeout, anthropic.Timeout) if stall_timeout is not None else None
     stream = await open_events(client, "/v1/messages", params, error=stream_error, names=False, watched=watched)
-    if reader is not None and type(stream) is RawEventStream:
-        response = stream.response
-        return AnthropicEventStream(response, reader, lambda data: stream_error(response, data))
+    if reader is not None and PICK_PIECES and type(stream) is RawEventStream:
+        stream.bare = reader
     return stream
 
 
@@ -208,7 +220,7 @@ class _Translator:
         """Per started block whose content streams, the bytes its deltas begin with (``delta_prefix``)."""
         self.bare_prefix: bytes | None = None
         """While ``_pieces`` is open, the bytes a delta of that block begins with: the raw reader
-        (``providers._anthropic_sse``) gives the content of such an event as a ``str``."""
+        (``providers._sse``, ``bare``) gives the content of such an event as a ``str``."""
 
     def feed(self, raw: dict[str, Any] | str) -> list[StreamEvent]:
         """The events of one raw event."""

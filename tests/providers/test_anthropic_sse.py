@@ -1,7 +1,9 @@
-"""providers._anthropic_sse: a streamed piece picked out of an Anthropic event's bytes gives the
-provider's stream exactly what the general reader gives (``providers._sse.RawEventStream``, each
-event parsed whole), for every recorded stream cut into network reads of any size and for events
-laid out in any other way; and the recordings do take the short way."""
+"""A streamed piece picked out of an Anthropic event's bytes (``providers._sse.RawEventStream`` given
+the translator as its ``bare`` reader, as ``providers.anthropic`` reads a response) gives the
+provider's stream exactly what the plain way gives (the same reader without ``bare``, each event
+parsed whole), for every recorded stream cut into network reads of any size, for events laid out
+in any other way, and for reads holding a block's start and its deltas or its end and what follows
+(the prefix read after the events before it were fed); and the recordings do take the short way."""
 
 from __future__ import annotations
 
@@ -13,10 +15,9 @@ import pytest
 import yaml
 
 from providers import ProviderError
-from providers._anthropic_sse import AnthropicEventStream, delta_prefix
 from providers._sse import RawEventStream
 from providers._streaming import sdk_events
-from providers.anthropic import _Translator, map_error, stream_error
+from providers.anthropic import _Translator, delta_prefix, map_error, stream_error
 from providers.stream import ModelStream
 
 from .streams import cassette
@@ -41,6 +42,12 @@ def cut(body: bytes, size: int) -> list[bytes]:
     return [body[i:i + size] for i in range(0, len(body), size)]
 
 
+def one_event_a_read(body: bytes) -> list[bytes]:
+    """``body`` read one whole event at a time, as a server writing at a model's pace sends it."""
+    events = body.split(b"\n\n")
+    return [event + b"\n\n" for event in events[:-1]] + ([events[-1]] if events[-1] else [])
+
+
 class Read:
     """What one provider stream gave: its bare items, each as the turn reads it, the events every
     other consumer reads, the message, the error it ended with, and how many pieces the reader
@@ -59,8 +66,8 @@ class Read:
 
 async def read(pieces: list[bytes], short_way: bool) -> Read:
     """``pieces`` (the body's network reads) through the provider's translator and ``sdk_events``,
-    as ``AnthropicProvider.stream`` reads a response: with the reader that picks pieces out of the
-    bytes (``short_way``) or with the general reader."""
+    as ``AnthropicProvider.stream`` reads a response: with the translator as the reader's ``bare``
+    reader, which picks pieces out of the bytes (``short_way``), or without (the plain way)."""
     out = Read()
     translator = _Translator()
 
@@ -73,7 +80,7 @@ async def read(pieces: list[bytes], short_way: bool) -> Read:
     def error(data: Any) -> BaseException | None:
         return stream_error(response, data)
 
-    stream: Any = AnthropicEventStream(response, translator, error) if short_way else RawEventStream(response, error=error, names=False)
+    stream = RawEventStream(response, error=error, names=False, bare=translator if short_way else None)
 
     async def opened() -> Any:
         return stream
@@ -101,8 +108,8 @@ async def test_a_recorded_stream_read_in_reads_of_any_size_gives_what_the_genera
     plain = await read([body], short_way=False)
     assert plain.error is None and plain.message.parts
     deltas = sum(1 for event in plain.events if event.kind == "part_delta")
-    for size in (len(body), 1, 2, 3, 7, 13, 64, 97, 1000):
-        short = await read(cut(body, size), short_way=True)
+    for size in (len(body), 1, 2, 3, 7, 13, 64, 97, 1000, None):
+        short = await read(cut(body, size) if size is not None else one_event_a_read(body), short_way=True)
         assert short.same() == plain.same(), size
         # every streamed piece of the recording was picked out of its bytes, none parsed whole
         # (but a tool call's first, empty, input delta, which makes no event)
@@ -160,7 +167,7 @@ async def test_an_event_laid_out_any_way_gives_what_the_general_reader_gives(cas
     body = body.replace(b"\n", line_end)
     plain = await read([body], short_way=False)
     assert (plain.error is None) == (case not in FAILING)
-    for pieces in ([body], cut(body, 1), cut(body, 5)):
+    for pieces in ([body], cut(body, 1), cut(body, 5), one_event_a_read(body)):
         short = await read(pieces, short_way=True)
         assert short.same() == plain.same()
         # the first delta always, this one only if laid out as the API does, the last if the stream went on
@@ -200,3 +207,35 @@ def test_the_prefix_is_the_api_s_layout_up_to_the_piece() -> None:
     event = b"event: content_block_delta\ndata: " + orjson.dumps(data)
     assert event.startswith(delta_prefix(12, "input_json_delta", "partial_json"))
     assert event[len(delta_prefix(12, "input_json_delta", "partial_json")):] == b'"x"}}'
+
+
+SECOND_START = b'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}\n\n'
+SECOND_TEXT = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":'
+SECOND_STOP = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n'
+
+
+@pytest.mark.parametrize("reads", ["one read", "start apart"])
+async def test_a_read_holding_a_block_s_start_and_its_deltas_picks_every_piece(reads: str) -> None:
+    """A block's start changes which deltas may be picked out: read in the same network read as its
+    first deltas (and the previous block's end), each of them still takes the short way."""
+    first = EVENTS["start"] + TEXT + b'"a"}  }\n\n' + TEXT + b'"b"}}\n\n' + EVENTS["stop"]
+    second = SECOND_START + SECOND_TEXT + b'"c"}}\n\n' + SECOND_TEXT + b'"d"}}\n\n' + SECOND_STOP
+    body = OPENING + first + second + EVENTS["end"]
+    pieces = [body] if reads == "one read" else [OPENING + first, second + EVENTS["end"]]
+    plain = await read([body], short_way=False)
+    short = await read(pieces, short_way=True)
+    assert short.same() == plain.same() and plain.error is None
+    assert [part.text for part in plain.message.parts] == ["ab", "cd"]
+    assert short.pieces == 4
+
+
+async def test_a_delta_read_with_its_block_s_end_is_not_taken_for_a_piece_of_the_closed_block() -> None:
+    """After ``content_block_stop`` in the same read, a delta laid out as the API writes them for
+    the block just closed is not picked out by the prefix of the block open before the stop: it is
+    parsed whole and ends the stream with the same typed error as the plain way."""
+    body = OPENING + EVENTS["start"] + TEXT + b'"a"}}\n\n' + EVENTS["stop"] + TEXT + b'"late"}}\n\n' + EVENTS["end"]
+    plain = await read([body], short_way=False)
+    short = await read([body], short_way=True)
+    assert short.same() == plain.same()
+    assert plain.error is not None and short.pieces == 1
+    assert [item for item in plain.items if type(item) is str] == ["a"]  # what came before the error came first

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 from providers._sse import RawEventStream
 
 
-def stream_of(*pieces: bytes) -> RawEventStream:
+def stream_of(*pieces: bytes, names: bool = True, bare: Any = None) -> RawEventStream:
     async def body():
         for piece in pieces:
             yield piece
 
-    return RawEventStream(httpx.Response(200, content=body()), done="[DONE]",
+    return RawEventStream(httpx.Response(200, content=body()), done="[DONE]", names=names, bare=bare,
                           error=lambda data: RuntimeError(data["error"]) if isinstance(data, dict) and "error" in data else None)
 
 
@@ -97,3 +99,69 @@ async def test_a_reader_of_data_alone_gets_every_event_name_as_none_and_the_same
     unnamed = await events(RawEventStream(httpx.Response(200, content=body), names=False))
     assert [name for name, _ in named] == ["delta", "a", "last"]
     assert unnamed == [(None, data) for _, data in named]
+
+
+class Taker:
+    """A ``bare`` reader: ``{"open": 1}`` makes it take the pieces of ``{"d":{"t":...}}`` bare,
+    ``{"close": 1}`` stops that; it notes every item it takes."""
+
+    def __init__(self) -> None:
+        self.bare_prefix: bytes | None = None
+        self.taken: list = []
+
+    def take(self, item: tuple) -> None:
+        self.taken.append(item[1])
+        data = item[1]
+        if type(data) is dict and "open" in data:
+            self.bare_prefix = b'data: {"d":{"t":'
+        elif type(data) is dict and "close" in data:
+            self.bare_prefix = None
+
+
+PIECES_BODY = (b'data: {"d":{"t":"before"}}\n\ndata: {"open": 1}\n\ndata: {"d":{"t":"hi"}}\n\n'
+               b'data: {"d":{"t":"yo"} \t}\n\ndata: {"d":{"t":"x","u":1}}\n\ndata: {"close": 1}\n\ndata: {"d":{"t":"no"}}\n\n')
+PIECES_TAKEN = [{"d": {"t": "before"}}, {"open": 1}, "hi", "yo", {"d": {"t": "x", "u": 1}}, {"close": 1}, {"d": {"t": "no"}}]
+
+
+async def test_a_bare_reader_gets_its_pieces_with_the_prefix_it_has_after_taking_each_event_before() -> None:
+    # split's list ends at each event given whole; the reader takes it, then resume gives the rest
+    # of the same read with the prefix read again (a piece only while it is open: "hi", "yo")
+    taker = Taker()
+    stream = RawEventStream(httpx.Response(200, content=b""), names=False, bare=taker)
+    lists = [stream.split(PIECES_BODY)]
+    while True:
+        for item in lists[-1]:
+            taker.take(item)
+        if stream.held is None:
+            break
+        lists.append(stream.resume())
+    assert taker.taken == PIECES_TAKEN
+    assert [len(items) for items in lists] == [1, 1, 3, 1, 1, 0]
+    # ``async for`` the same, in reads of any size; without a bare reader every event is parsed whole
+    for size in (1, 5, len(PIECES_BODY)):
+        taker = Taker()
+        async for item in stream_of(*(PIECES_BODY[i:i + size] for i in range(0, len(PIECES_BODY), size)), names=False, bare=taker):
+            taker.take(item)
+        assert taker.taken == PIECES_TAKEN
+    plain = await events(RawEventStream(httpx.Response(200, content=PIECES_BODY), names=False))
+    assert [data for _, data in plain] == [{"d": {"t": "hi"}} if data == "hi" else {"d": {"t": "yo"}} if data == "yo" else data
+                                           for data in PIECES_TAKEN]
+
+
+async def test_with_a_bare_reader_the_events_before_a_failing_one_in_a_read_come_first() -> None:
+    import orjson
+
+    body = b'data: {"open": 1}\n\ndata: {"d":{"t":"hi"}}\n\ndata: {nope\n\ndata: {"d":{"t":"after"}}\n\n'
+    taker = Taker()
+    with pytest.raises(orjson.JSONDecodeError):
+        async for item in RawEventStream(httpx.Response(200, content=body), names=False, bare=taker):
+            taker.take(item)
+    assert taker.taken == [{"open": 1}, "hi"]
+    # and the error payload the provider maps, right after an event given whole
+    taker = Taker()
+    body = b'data: {"open": 1}\n\ndata: {"error": "overloaded"}\n\ndata: {"d":{"t":"after"}}\n\n'
+    with pytest.raises(RuntimeError, match="overloaded"):
+        async for item in RawEventStream(httpx.Response(200, content=body), names=False, bare=taker,
+                                         error=lambda data: RuntimeError(data["error"]) if "error" in data else None):
+            taker.take(item)
+    assert taker.taken == [{"open": 1}]

@@ -244,10 +244,10 @@ async def test_a_client_sees_the_same_actions_whether_anthropic_pieces_are_picke
     tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch, case: str, versions: tuple[str, ...],
 ) -> None:
     """The Anthropic provider reads a streamed piece straight out of its event's bytes
-    (``providers._anthropic_sse``); with the general reader instead (every event parsed whole,
-    ``providers._sse.RawEventStream``) the client sees the same actions and state."""
+    (``providers._sse.RawEventStream`` with the translator as its ``bare`` reader); with the plain
+    way instead (``anthropic.PICK_PIECES`` off: every event parsed whole) the client sees the same
+    actions and state."""
     from providers import anthropic
-    from providers._sse import RawEventStream
 
     picked: list[str] = []
     feed_bare = anthropic._Translator.feed_bare
@@ -261,7 +261,7 @@ async def test_a_client_sees_the_same_actions_whether_anthropic_pieces_are_picke
     short_actions, short_state, _ = await _run(tmp_path / "short", frame_checker, case, versions, "provider")
     assert picked  # the recording's pieces did take the short way
     picked.clear()
-    monkeypatch.setattr(anthropic, "AnthropicEventStream", lambda response, reader, error: RawEventStream(response, error=error, names=False))
+    monkeypatch.setattr(anthropic, "PICK_PIECES", False)
     plain_actions, plain_state, _ = await _run(tmp_path / "plain", frame_checker, case, versions, "provider")
     assert not picked
     assert short_actions == plain_actions
