@@ -47,7 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
-from host.transport.shared_frames import SharedFrames, text_frame
+from host.transport.shared_frames import FIN_TEXT, HEAD_16, SharedFrames, text_frame
 
 __all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
@@ -83,6 +83,9 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _pending_chars = 0
     """Characters of the messages in ``_pending`` (about their bytes: frames are mostly ASCII)."""
     _write_armed = False
+    _paused = False
+    """The transport asked for no more writes (``pause_writing``) and has not drained yet: what
+    uvicorn's ``writable`` event says, read per message without a call."""
 
     def connection_made(self, transport: Any) -> None:
         SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
@@ -93,6 +96,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         SHARED_FRAMES.users -= 1
+        self._paused = False  # (as uvicorn sets ``writable``: nothing waits for a drain now)
         super().connection_lost(exc)
 
     async def run_asgi(self) -> None:
@@ -112,7 +116,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         else:
             pending.append(text)
         self._pending_chars += len(text)
-        if not self._write_armed and self.writable.is_set():
+        if not self._write_armed and not self._paused:
             if self.at_end_of_tick is not None:  # ``_arm_write``, inlined: the tick's first message
                 self._write_armed = True
                 self.at_end_of_tick(self._write_durable)
@@ -174,7 +178,12 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         if not self.disconnected:
             self.transport.abort()
 
+    def pause_writing(self) -> None:
+        self._paused = True
+        super().pause_writing()
+
     def resume_writing(self) -> None:
+        self._paused = False
         super().resume_writing()
         if self._pending and not self._write_armed:
             self._arm_write()
@@ -227,7 +236,16 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             # What the protocol has to send itself (``conn.writes``, read by ``data_to_send``) goes
             # first; uvicorn writes its own at once, so normally there is nothing.
             if taken == 1 and SHARED_FRAMES.users == 1 and not conn.writes:
-                data = text_frame(texts[0])  # ``SHARED_FRAMES.frames``, inlined: a connection alone, one text
+                # ``text_frame(texts[0])``, inlined (``SHARED_FRAMES.frames``' way for a connection
+                # alone and one text), but for a text of 64 KiB or more.
+                data = texts[0].encode()
+                length = len(data)
+                if length < 126:
+                    data = bytes((FIN_TEXT, length)) + data
+                elif length < 65536:
+                    data = HEAD_16.pack(FIN_TEXT, 126, length) + data
+                else:
+                    data = text_frame(texts[0])
             else:
                 frames = SHARED_FRAMES.frames(texts)
                 data = b"".join(conn.data_to_send() + frames if conn.writes else frames)
