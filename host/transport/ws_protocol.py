@@ -107,8 +107,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     def queue_text(self, text: str) -> int:
         """Send ``text`` at the end of this tick (or, if the client is behind, once it has read
         what was framed before). Returns ``backlog()`` (a client that does not read makes it
-        grow), or -1 when the connection is closing or closed and the message was dropped."""
-        if self.disconnected or self.close_sent or not self.handshake_complete or self.transport.is_closing():
+        grow), or -1 when the connection is closed or its close was sent and the message was
+        dropped. (A transport closing under it is not asked per message: the write drops what
+        waits then, ``_write_buffered``, and ``send`` asks it for the application's messages.)"""
+        if self.disconnected or self.close_sent or not self.handshake_complete:
             return -1
         pending = self._pending
         if pending is None:
@@ -158,7 +160,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             return
         if not self.writable.is_set():
             await self.writable.wait()  # the peer is slow: wait for the transport to drain, as uvicorn does
-        if self.disconnected:
+        if self.disconnected or self.transport.is_closing():
             raise ClientDisconnected()
         if self.queue_text(text) < 0:
             raise ClientDisconnected()
