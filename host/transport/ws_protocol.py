@@ -86,6 +86,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _paused = False
     """The transport asked for no more writes (``pause_writing``) and has not drained yet: what
     uvicorn's ``writable`` event says, read per message without a call."""
+    _room_unpaused = 0
+    """Characters that fit under ``WRITE_AHEAD`` whatever the transport holds while it has not asked
+    for a pause (asyncio pauses a protocol whenever its buffer passes the high-water mark): the
+    tick's messages, when no more, are written without asking the buffer's size."""
 
     def connection_made(self, transport: Any) -> None:
         SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
@@ -93,6 +97,9 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         """``_write_buffered`` as ``at_end_of_tick`` calls it: what waits is durable already (a
         partial, not a method: no frame of its own per tick)."""
         super().connection_made(transport)
+        limits = getattr(transport, "get_write_buffer_limits", None)  # (nothing here changes them later)
+        if limits is not None:
+            self._room_unpaused = max(0, WRITE_AHEAD - limits()[1])
 
     def connection_lost(self, exc: Exception | None) -> None:
         SHARED_FRAMES.users -= 1
@@ -220,9 +227,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             return
         if self.before_write is not None and not durable:
             self.before_write()
-        room = WRITE_AHEAD - self.transport.get_write_buffer_size()
         waiting = len(pending)
-        if force or room >= self._pending_chars:
+        if force or (self._pending_chars <= self._room_unpaused and not self._paused):
+            taken = waiting  # (the transport not paused holds at most its high-water mark: room enough)
+        elif (room := WRITE_AHEAD - self.transport.get_write_buffer_size()) >= self._pending_chars:
             taken = waiting
         else:
             taken = 0
