@@ -1,4 +1,4 @@
-"""uvicorn's server, waking once a second instead of ten times while it serves, and at once to stop.
+"""uvicorn's server, waking once a second instead of ten times while it serves, and soon after asked to stop.
 
 ``uvicorn.Server.main_loop`` sleeps 0.1 s between two calls of ``on_tick`` (which refreshes the
 ``Date`` header once a second, calls ``callback_notify``, and returns whether to stop: set
@@ -6,7 +6,7 @@
 a busy one pays it at every streamed chunk's share of the wall time (``benchmarks/README.md``,
 "the send path"). ``QuietServer`` calls ``on_tick`` once every ``TICK`` seconds, as the one call of
 ten that did the once-a-second work, and, since a stop can no longer wait for the next tick,
-wakes the loop at once when ``should_exit`` is set (by ``RunningHost.stop_soon``, uvicorn's own
+wakes the loop ``STOP_AFTER`` seconds (uvicorn's tick) after ``should_exit`` is set (by ``RunningHost.stop_soon``, uvicorn's own
 signal handler, or the host's: from a signal handler too, so through ``call_soon_threadsafe``).
 What ``on_tick`` does, and when a stop is noticed, is otherwise uvicorn's.
 
@@ -28,6 +28,10 @@ __all__ = ["QuietServer", "TICK", "server"]
 
 TICK = 1.0
 """Seconds between two calls of ``on_tick`` (uvicorn: 0.1, its once-a-second work every tenth)."""
+STOP_AFTER = 0.1
+"""Seconds from ``should_exit`` to the stop: uvicorn's longest (its tick), which what is in flight
+when a host is stopped has always had (a test restarting a host lost a session's trust answer's
+effects when the stop came at once)."""
 _UVICORN_TICKS = 10
 """uvicorn's ticks a second: ``on_tick``'s counter grows by this much a ``TICK``."""
 
@@ -46,7 +50,7 @@ class QuietServer(uvicorn.Server):
         self._should_exit = value
         woken, loop = self._woken, self._loop
         if value and woken is not None and loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(_wake, woken)
+            loop.call_soon_threadsafe(loop.call_later, STOP_AFTER, _wake, woken)
 
     async def main_loop(self) -> None:
         loop = self._loop = asyncio.get_running_loop()
