@@ -12,8 +12,9 @@ Invariants:
 * An envelope is built and serialised exactly once (``append``: ``ahp.jsonrpc.action_frame``): the
   journal keeps that JSON and fan-out sends that frame.
 * **Durable before a frame leaves.** Journal writes are committed in groups: at the end of the
-  event-loop tick that appended them (a ``call_soon`` queued by the tick's first append, ahead of
-  the transports' end-of-tick writes), or, when the last commit is younger than
+  event-loop tick that appended them (``host.state.tick_end.at_tick_end``, asked for by the tick's
+  first append, ahead of the transports' end-of-tick writes: once that iteration's callbacks have
+  run, before the loop polls again, with no iteration of its own), or, when the last commit is younger than
   ``MIN_COMMIT_INTERVAL``, once it is that old (under load one commit serves several ticks); at
   once past ``FLUSH_ROWS`` rows. Transports wait for it before sending any frame
   (``when_durable``, or ``flush`` before a write), so a frame never leaves before its action is
@@ -64,6 +65,7 @@ from host.state.journal import (
     encode_plans,
 )
 from host.state.log import LogRecord, Recovery, SnapshotSource
+from host.state.tick_end import at_tick_end
 
 __all__ = ["EmbeddedLog", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS", "SNAPSHOT_CHARS", "at_once"]
 
@@ -201,12 +203,11 @@ class EmbeddedLog:
             elif not self._tick_armed and self._flush_timer is None:
                 # ``_commit_at_end_of_tick``, inlined: the tick's first append
                 try:
-                    loop = asyncio.get_running_loop()
-                except RuntimeError:
+                    at_tick_end(self._end_of_tick)
+                except RuntimeError:  # no event loop (tools, tests): commit into SQLite at once
                     self.flush(settle=True)
                 else:
                     self._tick_armed = True
-                    loop.call_soon(self._end_of_tick)
         # ``_remember``, inlined: this runs for every streamed token.
         texts = self._replay_texts
         if texts.maxlen != 0:
@@ -332,7 +333,7 @@ class EmbeddedLog:
         self._on_commit.append(callback)
         if not self._tick_armed:
             self._tick_armed = True
-            asyncio.get_running_loop().call_soon(self._end_of_tick)
+            at_tick_end(self._end_of_tick)
 
     def _schedule_flush(self) -> None:
         if self.journal is not None and self.journal.pending >= FLUSH_ROWS:
@@ -344,12 +345,11 @@ class EmbeddedLog:
         """Have what this tick appends committed at its end (``_end_of_tick``); with no event loop
         (tools, tests), commit into SQLite at once."""
         try:
-            loop = asyncio.get_running_loop()
+            at_tick_end(self._end_of_tick)
         except RuntimeError:
             self.flush(settle=True)
             return
         self._tick_armed = True
-        loop.call_soon(self._end_of_tick)
 
     def commit_with_next_step(self) -> None:
         """What the callbacks this tick queued append (a turn's task's first step, queued after this
@@ -366,7 +366,7 @@ class EmbeddedLog:
         run them now."""
         if self._next_step_joins:  # ``commit_with_next_step``: after the callbacks queued behind this one
             self._next_step_joins = False
-            asyncio.get_running_loop().call_soon(self._end_of_tick)
+            at_tick_end(self._end_of_tick)
             return
         self._tick_armed = False
         journal = self.journal

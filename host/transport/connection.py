@@ -188,7 +188,9 @@ class ClientConnection:
             return
         if self.direct is not None:
             backlog = self.direct(text)
-            if backlog >= 0:
+            # Only a backlog larger than the last report needs one (``host.transport.outbound``): at a
+            # client's pace, one in a few frames.
+            if backlog > self._budget.reported.get(self, 0):
                 self._budget.note(self, backlog)
             return
         self.outbox.put_nowait(text)

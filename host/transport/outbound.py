@@ -1,7 +1,9 @@
 """The host-wide budget for bytes queued to clients that do not read fast enough.
 
 Each connection reports its backlog (bytes waiting for its socket) whenever it queues a frame
-(``note``). One connection past ``per_client`` bytes, or all of them together past ``total``, is
+(``note``), or only when it is larger than its last report (``reported``): a backlog only shrinks
+between two frames queued, so the sum of the reports stays at least what is held either way, and
+every decision refreshes it first. One connection past ``per_client`` bytes, or all of them together past ``total``, is
 more than the host will hold: the connections are then asked for their current backlog (a
 connection that caught up since its last report has less) and the largest are cut off, one by
 one, until the rest fit. A client that reads holds at most one event-loop tick's frames, so it is
@@ -53,9 +55,11 @@ class OutboundBudget:
     def __init__(self, *, total: int, per_client: int) -> None:
         self.total = total
         self.per_client = per_client
-        self._held: dict[Outbound, int] = {}
+        self.reported: dict[Outbound, int] = {}
+        """Each connection's last report (read, never changed, by a connection that skips a report
+        no larger than its last: module docstring)."""
         self._sum = 0
-        """The sum of ``_held``: at least what is held (a connection's backlog only shrinks
+        """The sum of ``reported``: at least what is held (a connection's backlog only shrinks
         between its reports), so it is exact whenever it decides anything after ``_refresh``."""
 
     @property
@@ -66,10 +70,10 @@ class OutboundBudget:
 
     def note(self, connection: Outbound, backlog: int) -> None:
         """``connection`` has ``backlog`` bytes waiting (it just queued a frame)."""
-        before = self._held.get(connection, 0)
+        before = self.reported.get(connection, 0)
         if backlog == before:
             return
-        self._held[connection] = backlog
+        self.reported[connection] = backlog
         self._sum += backlog - before
         if backlog > self.per_client:
             self._cut(connection, f"too slow: {mib(backlog)} unread, over this client's limit of "
@@ -79,17 +83,19 @@ class OutboundBudget:
 
     def forget(self, connection: Outbound) -> None:
         """``connection`` is closed."""
-        self._sum -= self._held.pop(connection, 0)
+        self._sum -= self.reported.pop(connection, 0)
 
     def _refresh(self) -> None:
-        self._held = {connection: connection.backlog() for connection in self._held}
-        self._sum = sum(self._held.values())
+        reported = self.reported
+        for connection in reported:
+            reported[connection] = connection.backlog()
+        self._sum = sum(reported.values())
 
     def _enforce(self) -> None:
         self._refresh()
         if self._sum <= self.total:
             return
-        for connection, backlog in sorted(self._held.items(), key=lambda item: item[1], reverse=True):
+        for connection, backlog in sorted(self.reported.items(), key=lambda item: item[1], reverse=True):
             if self._sum <= self.total or backlog == 0:
                 return
             self._cut(connection, f"too slow: {mib(backlog)} unread, the most when all clients together "

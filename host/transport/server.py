@@ -64,6 +64,7 @@ from ahp.dialects.v0_2.wire._models import generated_module
 from host import startup
 from host.runtime import memory
 from host.service import AgentHost
+from host.transport import quiet_server
 from host.transport.connection import ClientConnection
 from host.transport.dialects import load_newer
 from host.transport.http_protocol import AbortableHttpProtocol
@@ -387,7 +388,7 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
         lifespan="on",
         access_log=False,
     )
-    server = uvicorn.Server(uv_config)
+    server = quiet_server.server(uv_config)  # uvicorn's, waking once a second, not ten times
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

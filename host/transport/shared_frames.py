@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import struct
 
-__all__ = ["SharedFrames", "text_frame"]
+__all__ = ["FIN_TEXT", "HEAD_16", "SharedFrames", "text_frame"]
 
-_FIN_TEXT = 0x81
+FIN_TEXT = 0x81
 """FIN bit and opcode 1 (text): every message the host sends is one unfragmented text frame."""
-_HEAD_16 = struct.Struct("!BBH")
+HEAD_16 = struct.Struct("!BBH")
+"""The head of a frame of 126 to 65,535 bytes (the transport frames such a text inline too)."""
 _HEAD_64 = struct.Struct("!BBQ")
 
 
@@ -34,10 +35,10 @@ def text_frame(text: str) -> bytes:
     data = text.encode()
     length = len(data)
     if length < 126:
-        return bytes((_FIN_TEXT, length)) + data
+        return bytes((FIN_TEXT, length)) + data
     if length < 65536:
-        return _HEAD_16.pack(_FIN_TEXT, 126, length) + data
-    return _HEAD_64.pack(_FIN_TEXT, 127, length) + data
+        return HEAD_16.pack(FIN_TEXT, 126, length) + data
+    return _HEAD_64.pack(FIN_TEXT, 127, length) + data
 
 
 class SharedFrames:

@@ -47,7 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
-from host.transport.shared_frames import SharedFrames, text_frame
+from host.transport.shared_frames import FIN_TEXT, HEAD_16, SharedFrames, text_frame
 
 __all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
@@ -83,6 +83,13 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _pending_chars = 0
     """Characters of the messages in ``_pending`` (about their bytes: frames are mostly ASCII)."""
     _write_armed = False
+    _paused = False
+    """The transport asked for no more writes (``pause_writing``) and has not drained yet: what
+    uvicorn's ``writable`` event says, read per message without a call."""
+    _room_unpaused = 0
+    """Characters that fit under ``WRITE_AHEAD`` whatever the transport holds while it has not asked
+    for a pause (asyncio pauses a protocol whenever its buffer passes the high-water mark): the
+    tick's messages, when no more, are written without asking the buffer's size."""
 
     def connection_made(self, transport: Any) -> None:
         SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
@@ -90,9 +97,13 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         """``_write_buffered`` as ``at_end_of_tick`` calls it: what waits is durable already (a
         partial, not a method: no frame of its own per tick)."""
         super().connection_made(transport)
+        limits = getattr(transport, "get_write_buffer_limits", None)  # (nothing here changes them later)
+        if limits is not None:
+            self._room_unpaused = max(0, WRITE_AHEAD - limits()[1])
 
     def connection_lost(self, exc: Exception | None) -> None:
         SHARED_FRAMES.users -= 1
+        self._paused = False  # (as uvicorn sets ``writable``: nothing waits for a drain now)
         super().connection_lost(exc)
 
     async def run_asgi(self) -> None:
@@ -103,8 +114,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     def queue_text(self, text: str) -> int:
         """Send ``text`` at the end of this tick (or, if the client is behind, once it has read
         what was framed before). Returns ``backlog()`` (a client that does not read makes it
-        grow), or -1 when the connection is closing or closed and the message was dropped."""
-        if self.disconnected or self.close_sent or not self.handshake_complete or self.transport.is_closing():
+        grow), or -1 when the connection is closed or its close was sent and the message was
+        dropped. (A transport closing under it is not asked per message: the write drops what
+        waits then, ``_write_buffered``, and ``send`` asks it for the application's messages.)"""
+        if self.disconnected or self.close_sent or not self.handshake_complete:
             return -1
         pending = self._pending
         if pending is None:
@@ -112,7 +125,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         else:
             pending.append(text)
         self._pending_chars += len(text)
-        if not self._write_armed and self.writable.is_set():
+        if not self._write_armed and not self._paused:
             if self.at_end_of_tick is not None:  # ``_arm_write``, inlined: the tick's first message
                 self._write_armed = True
                 self.at_end_of_tick(self._write_durable)
@@ -154,7 +167,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             return
         if not self.writable.is_set():
             await self.writable.wait()  # the peer is slow: wait for the transport to drain, as uvicorn does
-        if self.disconnected:
+        if self.disconnected or self.transport.is_closing():
             raise ClientDisconnected()
         if self.queue_text(text) < 0:
             raise ClientDisconnected()
@@ -174,7 +187,12 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         if not self.disconnected:
             self.transport.abort()
 
+    def pause_writing(self) -> None:
+        self._paused = True
+        super().pause_writing()
+
     def resume_writing(self) -> None:
+        self._paused = False
         super().resume_writing()
         if self._pending and not self._write_armed:
             self._arm_write()
@@ -209,9 +227,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             return
         if self.before_write is not None and not durable:
             self.before_write()
-        room = WRITE_AHEAD - self.transport.get_write_buffer_size()
         waiting = len(pending)
-        if force or room >= self._pending_chars:
+        if force or (self._pending_chars <= self._room_unpaused and not self._paused):
+            taken = waiting  # (the transport not paused holds at most its high-water mark: room enough)
+        elif (room := WRITE_AHEAD - self.transport.get_write_buffer_size()) >= self._pending_chars:
             taken = waiting
         else:
             taken = 0
@@ -227,7 +246,16 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             # What the protocol has to send itself (``conn.writes``, read by ``data_to_send``) goes
             # first; uvicorn writes its own at once, so normally there is nothing.
             if taken == 1 and SHARED_FRAMES.users == 1 and not conn.writes:
-                data = text_frame(texts[0])  # ``SHARED_FRAMES.frames``, inlined: a connection alone, one text
+                # ``text_frame(texts[0])``, inlined (``SHARED_FRAMES.frames``' way for a connection
+                # alone and one text), but for a text of 64 KiB or more.
+                data = texts[0].encode()
+                length = len(data)
+                if length < 126:
+                    data = bytes((FIN_TEXT, length)) + data
+                elif length < 65536:
+                    data = HEAD_16.pack(FIN_TEXT, 126, length) + data
+                else:
+                    data = text_frame(texts[0])
             else:
                 frames = SHARED_FRAMES.frames(texts)
                 data = b"".join(conn.data_to_send() + frames if conn.writes else frames)

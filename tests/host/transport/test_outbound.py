@@ -244,3 +244,36 @@ class _At:
 
     def __init__(self, url: str, port: int) -> None:
         self.url, self.address, self.port = url, "127.0.0.1", port
+
+
+def _direct_connection(budget: OutboundBudget, backlogs: list[int]) -> Any:
+    """A ``ClientConnection`` on a transport that takes frames directly, its backlog after each
+    frame taken from ``backlogs`` (as ``ws_protocol.queue_text`` answers)."""
+    from types import SimpleNamespace
+
+    from host.transport.connection import ClientConnection
+
+    host = SimpleNamespace(config=SimpleNamespace(server=SimpleNamespace(max_queued_bytes=0, max_queued_bytes_per_client=0)))
+    connection = ClientConnection(host, budget=budget)  # type: ignore[arg-type]
+    waiting = iter(backlogs)
+    connection.direct = lambda text: next(waiting)
+    cut: list[tuple[int, str]] = []
+    connection._on_cut_off = lambda code, reason: cut.append((code, reason))
+    connection.cut = cut  # type: ignore[attr-defined]
+    return connection
+
+
+def test_a_connection_reports_only_a_backlog_larger_than_its_last_and_is_still_cut_off_at_its_limit() -> None:
+    # A client that reads: its backlog goes up and down with each tick's frame; the budget's sum
+    # stays at least what it holds, and it is never cut off.
+    budget = OutboundBudget(total=10 * MIB, per_client=MIB)
+    reading = _direct_connection(budget, [300, 120, 250, 400, 90, 2 * MIB])
+    for _ in range(5):
+        reading.send("a frame")
+    assert budget.reported[reading] == 400  # its largest report: the smaller ones were skipped
+    assert reading.cut == [] and reading.cut_off_reason is None
+    # Then it stops reading: the first backlog past its limit is reported, and it is cut off.
+    reading.send("a frame")
+    assert [code for code, _ in reading.cut] == [CUT_OFF_CODE]
+    assert "over this client's limit of 1 MiB" in reading.cut[0][1]
+    assert reading not in budget.reported
