@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import anthropic
 import httpx
@@ -330,19 +331,27 @@ async def test_a_cookie_a_kept_request_s_response_sets_is_sent_with_the_next_and
     # The kept way reads cookies only from a response that sets one (providers._request_body,
     # "Cookies read only from a response that sets one"): one set, then cleared, on responses to
     # kept requests, reaches the requests after each as it would through the SDK's post.
+    sent = await cookies_sent_set_then_cleared(chat_sse("hi"), _client, _send, httpx.Cookies, base_path="/v1")
+    assert sent == [None, None, None, "__cf_bm=abc", "__cf_bm=abc", None]
+
+
+async def cookies_sent_set_then_cleared(body: bytes, client_of: Any, send: Any, sdk_cookies: type, **server: Any) -> list[str | None]:
+    """The ``cookie`` header of each of six kept requests whose third response sets a cookie and
+    whose fifth clears it (the Anthropic tests use it too); the client's cookies must have become
+    the lean kind instead of the SDK's ``sdk_cookies``."""
     set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
     cleared = {"set-cookie": "__cf_bm=gone; Path=/; Max-Age=0"}
-    replies = [Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi"), headers=set_cookie),
-               Reply(200, chat_sse("hi")), Reply(200, chat_sse("hi"), headers=cleared), Reply(200, chat_sse("hi"))]
-    async with FakeProviderServer(replies, base_path="/v1") as server:
-        client = _client(server.base_url)
+    replies = [Reply(200, body), Reply(200, body), Reply(200, body, headers=set_cookie),
+               Reply(200, body), Reply(200, body, headers=cleared), Reply(200, body)]
+    async with FakeProviderServer(replies, **server) as fake:
+        client = client_of(fake.base_url)
         try:
             for _ in replies:
-                await _send(client)
-            assert type(client._client.cookies) is not httpx.Cookies  # the lean cookies were taken
+                await send(client)
+            assert type(client._client.cookies) is not sdk_cookies  # the lean cookies were taken
         finally:
             await client.close()
-    assert [seen.headers.get("cookie") for seen in server.requests] == [None, None, None, "__cf_bm=abc", "__cf_bm=abc", None]
+    return [seen.headers.get("cookie") for seen in fake.requests]
 
 
 async def test_cookies_of_a_kind_the_seam_does_not_know_are_left_as_they_are_and_still_kept() -> None:

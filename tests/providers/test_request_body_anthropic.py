@@ -15,6 +15,7 @@ from providers._request_body import READ_TIMEOUT_HEADER, open_stream, unbounded_
 
 from .fake_server import FakeProviderServer, Reply, messages_sse
 from .streams import collect
+from .test_request_body import cookies_sent_set_then_cleared
 from .test_request_body import request as rich_request
 
 
@@ -288,16 +289,5 @@ async def test_the_plain_way_where_the_sdk_does_more_per_request(how: str, monke
 async def test_cookies_a_server_set_are_sent_with_the_kept_requests_after_it() -> None:
     # httpx2's cookies, as for httpx (test_request_body.py): read from a kept request's response
     # only when it sets one, sent with the requests after it as the SDK's post sends them.
-    set_cookie = {"set-cookie": "__cf_bm=abc; Path=/"}
-    cleared = {"set-cookie": "__cf_bm=gone; Path=/; Max-Age=0"}
-    replies = [Reply(200, messages_sse()), Reply(200, messages_sse()), Reply(200, messages_sse(), headers=set_cookie),
-               Reply(200, messages_sse()), Reply(200, messages_sse(), headers=cleared), Reply(200, messages_sse())]
-    async with FakeProviderServer(replies) as server:
-        client = _client(server.base_url)
-        try:
-            for _ in replies:
-                await _send(client)
-            assert type(client._client.cookies) is not httpx2.Cookies  # the lean cookies were taken
-        finally:
-            await client.close()
-    assert [seen.headers.get("cookie") for seen in server.requests] == [None, None, None, "__cf_bm=abc", "__cf_bm=abc", None]
+    sent = await cookies_sent_set_then_cleared(messages_sse(), _client, _send, httpx2.Cookies)
+    assert sent == [None, None, None, "__cf_bm=abc", "__cf_bm=abc", None]
