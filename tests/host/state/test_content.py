@@ -1,8 +1,14 @@
 """The host's content store: content-addressed, durable across restarts."""
 
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 from host.state.content import ContentStore
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_same_bytes_same_uri_and_they_survive_a_restart(tmp_path: Path) -> None:
@@ -27,3 +33,25 @@ def test_a_version_of_a_file_is_named_by_the_file_and_reads_back_by_any_name(tmp
     assert store.lookup(uri) == (b"print(1)\n", "text/x-python")
     assert store.lookup(uri.rsplit("/", 1)[0]) == (b"print(1)\n", "text/x-python")
     assert store.put(b"print(1)\n", "text/x-python", "app file.py") == uri
+
+
+def test_a_put_survives_its_process_killed_right_after(tmp_path: Path) -> None:
+    """No fsync per put (as the journal that records the references), yet nothing put is lost
+    when the host is killed with SIGKILL the moment the put returns."""
+    path = tmp_path / "content.sqlite3"
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import os, signal, sys
+            sys.path.insert(0, {str(REPO)!r})
+            from pathlib import Path
+            from host.state.content import ContentStore
+            store = ContentStore(Path({str(path)!r}))
+            print(store.put(b"tool output " * 1000, "text/plain"), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert child.returncode == -signal.SIGKILL
+    uri = child.stdout.strip()
+    again = ContentStore(path)
+    assert again.lookup(uri) == (b"tool output " * 1000, "text/plain")
