@@ -62,6 +62,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -82,8 +83,8 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
-    if getattr(args, "stalls", None) is not None and serve is _through_host:
-        serve = _probed(args.stalls)
+    if serve is _through_host and (getattr(args, "stalls", None) is not None or getattr(args, "tail", False)):
+        serve = _probed(args.stalls, args.limit_ms if args.tail else None)
     runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
     p99 = median([run["written_p99"] for run in runs])
     steady = median([run["written_steady_p99"] for run in runs])
@@ -104,21 +105,50 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     return held, line
 
 
-def _probed(threshold_ms: float) -> Any:
+def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
     """``_through_host`` with a ``StallProbe`` on the host's loop; each run's figures get the
-    probe's report of the stalls that began while chunks streamed (``stalls``)."""
+    probe's report (``stalls``) of the stalls over ``threshold_ms`` that began while chunks
+    streamed (None: no stalls, the light probe: iterations and the collector only) and, with
+    ``late_ms``, what the chunks later than it waited through (``StallProbe.late_report``)."""
 
     async def serve(base_url: str, model: str, sessions: int, stagger: float) -> dict[str, Any]:
-        probe = StallProbe(threshold_ms)
+        from host.transport.ws_protocol import TickBatchingWebSocketProtocol
+
+        probe = StallProbe(threshold_ms or 1e9, callbacks=threshold_ms is not None)
+        written: list[tuple[int, list[str]]] = []
+        write_buffered = TickBatchingWebSocketProtocol._write_buffered
+
+        def noted(protocol: Any, force: bool = False, durable: bool = False) -> None:
+            if protocol._pending:
+                written.append((time.perf_counter_ns(), protocol._pending))  # handed over, never reused
+            write_buffered(protocol, force, durable)
+
+        if late_ms is not None:
+            TickBatchingWebSocketProtocol._write_buffered = noted  # type: ignore[method-assign]  # (``_through_host`` wraps it again)
         probe.install()
         try:
             run = await _through_host(base_url, model, sessions, stagger)
         finally:
             probe.uninstall()
-        run["stalls"] = probe.report(*run["window"])
+            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]
+        run["stalls"] = probe.report(*run["window"]) if threshold_ms is not None else []
+        if late_ms is not None:
+            # A frame the transport had no room for stays waiting and is noted again at a later
+            # write: its last one is when it left.
+            sent = {int(stamp): now for now, texts in written for text in texts
+                    for found in _STAMPS.finditer(text) for stamp in found.group(1).split(";") if stamp}
+            pairs = [(stamp / 1e9, now / 1e9) for stamp, now in sent.items()]
+            began = run["window"][0]  # the first chunk
+            phases = {"turns starting": began, "steady": began + stagger + 0.1,  # (the last turn's first chunk)
+                      "turns ending": began + int(model.split("-")[1]) / float(model.split("-")[2])}  # (the first turn's last)
+            run["stalls"] += probe.late_report(pairs, late_ms, *run["window"], phases=phases)
         return run
 
     return serve
+
+
+_STAMPS = re.compile(r'"content":"([0-9;]+)"')
+"""The provider's clock readings in a frame's text (``provider_stream.latency_figures`` reads them so)."""
 
 
 async def _search(measure: Any, args: argparse.Namespace) -> tuple[int, int | None]:
@@ -315,6 +345,11 @@ async def main() -> None:
                         help="probe the host's event loop (one process only): after each count, the stalls over MS "
                              "(default 2) while chunks streamed, with their causes (benchmarks/_stalls.py; costs the "
                              "host 20-35 %% more CPU a chunk, so compare p99s only between runs without it)")
+    parser.add_argument("--tail", action="store_true",
+                        help="one process only: after each count, what the chunks later than --limit-ms waited through "
+                             "(the loop's work, the collector, polling, its own threads, the machine) and every loop "
+                             "iteration's wall and CPU time (benchmarks/_stalls.py's probe without naming callbacks: "
+                             "a few %% more CPU a chunk)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
     parser.add_argument("--root", action="store_true", help="with --workers: each reading client also follows the root channel, "
