@@ -429,6 +429,11 @@ class StallProbe:
             longest.sort()
             lines.append(f"  the longest iteration each waited through: median {longest[len(longest) // 2]:.1f} ms, "
                          f"max {longest[-1]:.1f}")
+        pauses_in = [(generation, ms, cpu) for at_, generation, ms, cpu in self.gc_pauses if since <= at_ <= until]
+        if pauses_in:
+            lines.append("collector CPU ms: " + ", ".join(
+                f"gen {g}: {sum(1 for x in pauses_in if x[0] == g)} pauses, {sum(c for x, _, c in pauses_in if x == g):.0f} in all, "
+                f"longest {max(c for x, _, c in pauses_in if x == g):.1f}" for g in sorted({x[0] for x in pauses_in})))
         ticks = self.ticks(since, until)
         if ticks:
             walls = sorted(wall for _, wall, _, _ in ticks)

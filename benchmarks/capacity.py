@@ -11,7 +11,14 @@ Completions server (its own process) streams ``--rate`` chunks a second per sess
 subscribed to all of them. The figure is chunk written by the provider → frame written to the
 client's socket (after the journal commit), p99 over every chunk of a run, the median of
 ``--repeat`` runs. Turns start spread over ``max(1, N / 200)`` seconds (at most 200 turn starts a
-second) and each session then streams for ``--seconds``.
+second; ``--starts-per-second`` sets it, for the relay of ``capacity_relay.py`` alike) and each
+session then streams for ``--seconds``. The streams are not in phase: each one's first chunk comes
+at a random point of its first interval, and its next ones on that schedule. What the turn starts
+cost weighs on the figure: at 300 sessions on one core about 3 ms of the host's CPU each (start
+and end), so 200 a second take some 60 % of the core while the first sessions already stream,
+and the chunks written then are the most often late (``--tail``); ``--starts-per-second 50``
+spreads them four times as far, and the steady p99 (chunks written once every session streams)
+leaves them out.
 
 The search stops by itself: session counts double from ``--start`` until a count misses the limit
 (or ``--max`` is reached), then the gap between the last count that held and the first that did
@@ -82,7 +89,7 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     """Run ``sessions`` sessions ``--repeat`` times; whether the median p99 held, and a report line.
     ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
     count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
+    stagger = _stagger(sessions, args)
     if serve is _through_host and (getattr(args, "stalls", None) is not None or getattr(args, "tail", False)):
         serve = _probed(args.stalls, args.limit_ms if args.tail else None)
     runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
@@ -105,6 +112,12 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     return held, line
 
 
+def _stagger(sessions: int, args: argparse.Namespace) -> float:
+    """Seconds over which a run's turns start: ``--starts-per-second`` (200 by default) at most,
+    over one second at least."""
+    return max(1.0, sessions / getattr(args, "starts_per_second", 200))
+
+
 def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
     """``_through_host`` with a ``StallProbe`` on the host's loop; each run's figures get the
     probe's report (``stalls``) of the stalls over ``threshold_ms`` that began while chunks
@@ -115,12 +128,16 @@ def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
         from host.transport.ws_protocol import TickBatchingWebSocketProtocol
 
         probe = StallProbe(threshold_ms or 1e9, callbacks=threshold_ms is not None)
-        written: list[tuple[int, list[str]]] = []
+        written_at: list[int] = []  # flat (ints and strings): nothing more for the collector to walk
+        written_count: list[int] = []
+        written_texts: list[str] = []
         write_buffered = TickBatchingWebSocketProtocol._write_buffered
 
         def noted(protocol: Any, force: bool = False, durable: bool = False) -> None:
-            if protocol._pending:
-                written.append((time.perf_counter_ns(), protocol._pending))  # handed over, never reused
+            if pending := protocol._pending:
+                written_at.append(time.perf_counter_ns())
+                written_count.append(len(pending))
+                written_texts.extend(pending)
             write_buffered(protocol, force, durable)
 
         if late_ms is not None:
@@ -135,7 +152,8 @@ def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
         if late_ms is not None:
             # A frame the transport had no room for stays waiting and is noted again at a later
             # write: its last one is when it left.
-            sent = {int(stamp): now for now, texts in written for text in texts
+            texts = iter(written_texts)
+            sent = {int(stamp): now for now, count in zip(written_at, written_count) for _, text in zip(range(count), texts)
                     for found in _STAMPS.finditer(text) for stamp in found.group(1).split(";") if stamp}
             pairs = [(stamp / 1e9, now / 1e9) for stamp, now in sent.items()]
             began = run["window"][0]  # the first chunk
@@ -245,7 +263,7 @@ async def _spread_run(host: WorkersHost, provider: int, sessions: int, args: arg
     its figures, with ``cpu``, each process's CPU per chunk from the first message to the last
     turn's end."""
     count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
+    stagger = _stagger(sessions, args)
     child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger,
                          ",".join(map(str, host.workers())), "cross" if args.cross else "own", "root" if args.root else "sessions")
     try:
@@ -270,7 +288,7 @@ async def _one_count_of_workers(workers: int, provider: int, base_url: str, sess
     hold every earlier run's sessions, and a host's turn start costs more with every session it
     holds (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
     count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
+    stagger = _stagger(sessions, args)
     runs = []
     for _ in range(args.repeat):
         host = await _fresh_host(workers, base_url, provider, args)
@@ -335,6 +353,9 @@ def search_arguments(description: str, *, most: int) -> argparse.ArgumentParser:
     parser.add_argument("--max", type=int, default=most)
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--starts-per-second", type=float, default=200,
+                        help="turns (the relay's streams) started a second at most, over one second at least "
+                             "(200, the figure's setting: a run of N sessions starts them over max(1, N / 200) s)")
     return parser
 
 
