@@ -16,9 +16,10 @@ session then streams for ``--seconds``. The streams are not in phase: each one's
 at a random point of its first interval, and its next ones on that schedule. What the turn starts
 cost weighs on the figure: at 300 sessions on one core about 3 ms of the host's CPU each (start
 and end), so 200 a second take some 60 % of the core while the first sessions already stream,
-and the chunks written then are the most often late (``--tail``); ``--starts-per-second 50``
-spreads them four times as far, and the steady p99 (chunks written once every session streams)
-leaves them out.
+and the chunks written then are the most often late (``--tail``). ``--starts-per-second 50``
+spreads them four times as far, each session streaming as much longer (every session streams at
+once for ``--seconds`` less one, as by default); the steady p99 (chunks written once every session
+streams) leaves them out.
 
 The search stops by itself: session counts double from ``--start`` until a count misses the limit
 (or ``--max`` is reached), then the gap between the last count that held and the first that did
@@ -88,8 +89,8 @@ STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
 async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, serve: Any = _through_host) -> tuple[bool, str]:
     """Run ``sessions`` sessions ``--repeat`` times; whether the median p99 held, and a report line.
     ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
-    count = round(args.rate * args.seconds)
     stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
     if serve is _through_host and (getattr(args, "stalls", None) is not None or getattr(args, "tail", False)):
         serve = _probed(args.stalls, args.limit_ms if args.tail else None)
     runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
@@ -115,7 +116,15 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
 def _stagger(sessions: int, args: argparse.Namespace) -> float:
     """Seconds over which a run's turns start: ``--starts-per-second`` (200 by default) at most,
     over one second at least."""
-    return max(1.0, sessions / getattr(args, "starts_per_second", 200))
+    return max(1.0, sessions / (getattr(args, "starts_per_second", None) or 200))
+
+
+def _chunks(stagger: float, args: argparse.Namespace) -> int:
+    """Chunks each session streams: ``--seconds`` of them; with ``--starts-per-second``, as many
+    more as the turns' start lasts beyond its first second, so that every session still streams
+    at once for ``--seconds`` less one (as 200 sessions do by default) whatever the start rate."""
+    extra = stagger - 1 if getattr(args, "starts_per_second", None) else 0.0
+    return round(args.rate * (args.seconds + extra))
 
 
 def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
@@ -262,8 +271,8 @@ async def _spread_run(host: WorkersHost, provider: int, sessions: int, args: arg
     """One run of ``sessions`` sessions on ``host`` (``benchmarks/_workers.py``'s client process):
     its figures, with ``cpu``, each process's CPU per chunk from the first message to the last
     turn's end."""
-    count = round(args.rate * args.seconds)
     stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
     child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger,
                          ",".join(map(str, host.workers())), "cross" if args.cross else "own", "root" if args.root else "sessions")
     try:
@@ -287,8 +296,8 @@ async def _one_count_of_workers(workers: int, provider: int, base_url: str, sess
     (as the one-process mode's): whether the median p99 held. A host kept from run to run would
     hold every earlier run's sessions, and a host's turn start costs more with every session it
     holds (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
-    count = round(args.rate * args.seconds)
     stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
     runs = []
     for _ in range(args.repeat):
         host = await _fresh_host(workers, base_url, provider, args)
@@ -353,9 +362,10 @@ def search_arguments(description: str, *, most: int) -> argparse.ArgumentParser:
     parser.add_argument("--max", type=int, default=most)
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--starts-per-second", type=float, default=200,
-                        help="turns (the relay's streams) started a second at most, over one second at least "
-                             "(200, the figure's setting: a run of N sessions starts them over max(1, N / 200) s)")
+    parser.add_argument("--starts-per-second", type=float,
+                        help="turns (the relay's streams) started a second at most, over one second at least, each "
+                             "session streaming that much longer, so that all stream at once as long as by default "
+                             "(unset: 200, the figure's setting, a run of N sessions starting them over max(1, N / 200) s)")
     return parser
 
 

@@ -52,7 +52,7 @@ class _TimedRelay(_Relay):
 
     def __init__(self, sdk: Any, queued: list[tuple[int, str, str]], written: list[tuple[int, list[bytes]]],
                  cpu_marks: list[tuple[int, float]]) -> None:
-        super().__init__(sdk)
+        super().__init__(sdk, "openai-chat")  # (its ``stream`` is this class's own: the fake provider's Chat Completions)
         self.queued, self.written, self.cpu_marks = queued, written, cpu_marks
 
     def end_of_tick(self) -> None:
