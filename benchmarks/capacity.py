@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/capacity.py [--rate 20] [--seconds 4] [--limit-ms 10] [--start 25] [--max 800] [--repeat 3]
     .venv/bin/python benchmarks/capacity.py --workers 1,2,3 [the same options]
     .venv/bin/python benchmarks/capacity.py --start 100 --max 100 --stalls [MS]
+    .venv/bin/python benchmarks/capacity.py --start 275 --max 275 --repeat 1 --tail [--starts-per-second 50]
 
 The setting of ``benchmarks/provider_stream.py``'s latency runs, on loopback: a fake OpenAI Chat
 Completions server (its own process) streams ``--rate`` chunks a second per session, the host
@@ -35,6 +36,15 @@ loop and prints, under each count, the loop's iterations longer than MS (2 by de
 chunks streamed, in the run whose p99 is the median: how many, their causes by count and time
 (the collector, a named callback, or the loop's thread off its CPU: preempted by other work, or
 blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
+
+``--tail`` (one process only) puts the same probe on the loop without naming callbacks (a few
+per cent more CPU a chunk, not 20-35) and prints, under each count, what the chunks later than
+``--limit-ms`` waited through in the run whose p99 is the median: the loop's own work, the
+collector's pauses, the loop polling (the chunk not read yet, or its frame waiting for a timer),
+the process's other threads and the rest of the machine (the loop's thread off its CPU); how many
+of each phase's chunks were late (the turns starting, every session streaming, the turns ending);
+the collector's pauses by generation; and the distribution of every iteration's wall and CPU
+time. With ``--stalls`` as well, the stalls' report comes first.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
 processes on one port, the embedded NATS server, nothing pinned; each run on a host started for it
