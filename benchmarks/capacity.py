@@ -37,8 +37,9 @@ chunks streamed, in the run whose p99 is the median: how many, their causes by c
 (the collector, a named callback, or the loop's thread off its CPU: preempted by other work, or
 blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
 
-``--tail`` (one process only) puts the same probe on the loop without naming callbacks (a few
-per cent more CPU a chunk, not 20-35) and prints, under each count, what the chunks later than
+``--tail`` (one process only) puts the same probe on the loop without naming callbacks (six clock
+readings an iteration and a note of each socket write, against the 20-35 % that naming costs;
+not measured beside runs without it) and prints, under each count, what the chunks later than
 ``--limit-ms`` waited through in the run whose p99 is the median: the loop's own work, the
 collector's pauses, the loop polling (the chunk not read yet, or its frame waiting for a timer),
 the process's other threads and the rest of the machine (the loop's thread off its CPU); how many
@@ -390,7 +391,7 @@ async def main() -> None:
                         help="one process only: after each count, what the chunks later than --limit-ms waited through "
                              "(the loop's work, the collector, polling, its own threads, the machine) and every loop "
                              "iteration's wall and CPU time (benchmarks/_stalls.py's probe without naming callbacks: "
-                             "a few %% more CPU a chunk)")
+                             "six clock readings an iteration)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
     parser.add_argument("--root", action="store_true", help="with --workers: each reading client also follows the root channel, "
