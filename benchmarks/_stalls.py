@@ -19,11 +19,13 @@ probe keeps:
   threshold (the innermost frames of this repository; a watcher needs the GIL, so a callback that
   holds it, pure Python, is sampled only at the interpreter's switch interval, 5 ms).
 
-The probe patches ``asyncio.events.Handle._run`` (class-wide: every loop of the process) and wraps
-the running loop's selector; ``uninstall`` restores both. It costs the host CPU (two clock readings
-of each kind and a Python call per callback, ``getrusage`` per iteration, a watcher thread waking
-every millisecond): 20-35 % more CPU per chunk in ``capacity.py`` at 25-100 sessions, so its runs'
-p99 is not the figure of record: run it beside the plain search, not instead of it.
+The probe patches ``asyncio.events.Handle._run`` (class-wide: every loop of the process) and the
+running loop's selector's ``select`` (on its class, and in the host's tick-end hook, which calls
+the class's ``select`` it noted: ``host.state.tick_end``); ``uninstall`` restores them. It costs
+the host CPU (two clock readings of each kind and a Python call per callback, ``getrusage`` per
+iteration, a watcher thread waking every millisecond): 20-35 % more CPU per chunk in
+``capacity.py`` at 25-100 sessions, so its runs' p99 is not the figure of record: run it beside the
+plain search, not instead of it.
 
 The probe's records are plain tuples kept in lists; ``report`` sums them up after a run.
 """
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._runs import REPO
+from host.state import tick_end
 
 CALLBACK_NOTE_MS = 0.5
 """A callback of a stalled iteration is named when it took longer than this."""
@@ -123,15 +126,23 @@ def _short(filename: str) -> str:
 class StallProbe:
     """Install on a running loop, run the workload, ``uninstall``, then ``report``."""
 
-    def __init__(self, threshold_ms: float = 2.0, watch: bool = True) -> None:
+    def __init__(self, threshold_ms: float = 2.0, watch: bool = True, callbacks: bool = True) -> None:
         self.threshold = threshold_ms / 1000
-        self.watch = watch
+        self.watch = watch and callbacks
+        self.callbacks = callbacks
+        """Time and name each callback (``Handle._run`` patched: the probe's main cost); without
+        it only the iterations, the collector and the thread's CPU are kept (``late_report``)."""
+        self.marks: list[float] = []
+        """Every poll's start and end, three numbers each (``perf_counter``, the loop thread's CPU,
+        the process's CPU): an iteration runs from a poll's end to the next poll's start."""
         self.stalls: list[Stall] = []
         self.gc_pauses: list[tuple[float, int, float, float]] = []
         """Every collection of the loop's thread while installed: (start, generation, wall ms, CPU ms)."""
         self.iterations = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._selector: Any = None
+        self._select: tuple[Any, Any, Any] | None = None
+        """The selector's class, its own ``select`` (None: inherited) and the one it used."""
         self._run: Any = None
         self._iteration_start = 0.0
         self._iteration_cpu = 0.0
@@ -173,20 +184,37 @@ class StallProbe:
                     probe._slow.append((took * 1000, (cpu() - start_cpu) * 1000,
                                         f"timer {what}" if isinstance(handle, asyncio.TimerHandle) else what))
 
-        asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]  # measured while installed
+        if self.callbacks:
+            asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]  # measured while installed
+        else:
+            self._run = None
+        marks, process = self.marks, time.process_time
         selector = loop._selector  # type: ignore[attr-defined]  # the selector event loop's own
         self._selector = selector
-        select = selector.select
+        kind = type(selector)
+        select = kind.select
+        self._select = (kind, kind.__dict__.get("select"), select)
 
-        def timed_select(timeout: float | None = None) -> Any:
+        def timed_select(self_: Any, timeout: float | None = None) -> Any:
+            if self_ is not selector:  # another loop's selector (a thread's): not measured
+                return select(self_, timeout)
             probe._end_iteration()
-            events = select(timeout)
-            probe._iteration_start, probe._iteration_cpu = perf(), cpu()
+            marks.extend((perf(), cpu(), process()))
+            events = select(self_, timeout)
+            now, used = perf(), cpu()
+            probe._iteration_start, probe._iteration_cpu = now, used
+            marks.extend((now, used, process()))
             usage = resource.getrusage(resource.RUSAGE_THREAD)
             probe._iteration_switches = (usage.ru_nivcsw, usage.ru_nvcsw)
             return events
 
-        selector.select = timed_select
+        # On the class, not the instance: the host's tick-end hook (``host.state.tick_end``) puts
+        # an attribute of its own on the instance while a tick-end callback waits and deletes it
+        # when it runs, and then calls the select it noted when it was made, which is swapped here too.
+        kind.select = timed_select
+        hook = tick_end._hooks.get(loop)
+        if hook is not None and hook.plain is not None:
+            hook.plain = timed_select
         gc.callbacks.append(self._on_gc)
         self._iteration_start, self._iteration_cpu = perf(), cpu()
         if self.watch:
@@ -198,9 +226,17 @@ class StallProbe:
         if self._run is not None:
             asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
             self._run = None
-        if self._selector is not None:
-            del self._selector.select  # the instance attribute hid the class's method
-            self._selector = None
+        if self._select is not None:
+            kind, own, select = self._select
+            if own is None:
+                del kind.select  # it was inherited
+            else:
+                kind.select = own
+            hook = tick_end._hooks.get(self._loop) if self._loop is not None else None
+            if hook is not None and hook.plain is not None and hook.plain is not select:  # (made before or while installed)
+                hook.plain = select
+            self._select = None
+        self._selector = None
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         self._running = False
@@ -273,7 +309,12 @@ class StallProbe:
             cause_ms[cause] += stall.wall_ms
         for cause, count in cause_ms.most_common(6):
             lines.append(f"  {causes[cause]:>4} stalls, {count:6.0f} ms: {cause}")
-        for stall in sorted(stalls, key=lambda s: -s.wall_ms)[:longest]:
+        heaviest = [stall for stall in sorted(stalls, key=lambda s: -s.cpu_ms)[:longest] if stall.cpu_ms >= 0.5 * stall.wall_ms]
+        if heaviest:  # on a loaded machine the longest are mostly the thread off its CPU: these are the host's own
+            shown = {id(stall) for stall in heaviest}
+            stalls = heaviest + [stall for stall in sorted(stalls, key=lambda s: -s.wall_ms) if id(stall) not in shown]
+            lines.append(f"  the {len(heaviest)} with the most CPU, then the longest:")
+        for stall in (stalls if heaviest else sorted(stalls, key=lambda s: -s.wall_ms))[:longest + len(heaviest)]:
             parts = [f"  {stall.wall_ms:6.1f} ms (CPU {stall.cpu_ms:.1f}, {stall.callbacks} callbacks"]
             if stall.gc:
                 parts.append(", collector " + " + ".join(f"{ms:.1f} (gen {g})" for g, ms in stall.gc))
@@ -283,6 +324,129 @@ class StallProbe:
             if stall.where:
                 parts.append(f"; seen at {' < '.join(stall.where)}")
             lines.append("".join(parts))
+        return lines
+
+
+    def ticks(self, since: float = 0.0, until: float = float("inf")) -> list[tuple[float, float, float, float]]:
+        """The loop's iterations that began between ``since`` and ``until``: (start, wall ms, the
+        loop thread's CPU ms, the process's other threads' CPU ms), from the polls' marks."""
+        marks = self.marks
+        found = []
+        # marks: poll start (t, thread, process), poll end (t, thread, process), poll start, ...
+        for index in range(3, len(marks) - 3, 6):  # each poll's end and the next poll's start
+            start, thread, process = marks[index:index + 3]
+            end, thread_end, process_end = marks[index + 3:index + 6]
+            if since <= start <= until:
+                used = thread_end - thread
+                found.append((start, (end - start) * 1000, used * 1000, max(0.0, (process_end - process) - used) * 1000))
+        return found
+
+    def late_report(self, pairs: list[tuple[float, float]], limit_ms: float, since: float = 0.0,
+                    until: float = float("inf"), phases: dict[str, float] | None = None) -> list[str]:
+        """What the chunks later than ``limit_ms`` waited through. ``pairs``: each chunk's (written by
+        the provider, its frame written to the client's socket), ``perf_counter`` seconds. For each
+        late chunk, its wait split into the loop's thread running (the collector's pauses apart),
+        the loop polling (idle, or reading), and the loop's thread off its CPU while it had work:
+        the process's other threads' CPU meanwhile (its own worker threads on its core), the rest
+        the machine's other processes; and the longest iteration it waited through. Beside them,
+        the distribution of every iteration's wall and CPU time between ``since`` and ``until``.
+        ``phases``: names and the moments they begin (the turns' starts, the steady streaming, the
+        turns' ends): the late chunks are counted by the phase they were written in."""
+        import bisect
+
+        marks = self.marks
+        times, threads, processes = marks[0::3], marks[1::3], marks[2::3]
+        # even positions: poll starts (an iteration ended), odd: poll ends (an iteration began)
+
+        def at(series: list[float], t: float) -> float:
+            """A CPU clock's reading at ``t``, linear between the marks around it."""
+            i = bisect.bisect_right(times, t)
+            if i <= 0:
+                return series[0]
+            if i >= len(times):
+                return series[-1]
+            t0, t1 = times[i - 1], times[i]
+            return series[i - 1] + (series[i] - series[i - 1]) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
+
+        def polling(a: float, b: float) -> float:
+            """Seconds of [a, b] the loop spent in its polls."""
+            i = max(0, bisect.bisect_right(times, a) - 1)
+            total = 0.0
+            while i + 1 < len(times) and times[i] < b:
+                if i % 2 == 0:  # a poll: times[i] to times[i + 1]
+                    total += max(0.0, min(b, times[i + 1]) - max(a, times[i]))
+                i += 1
+            return total
+
+        pauses = sorted((at_, ms / 1000, generation) for at_, generation, ms, _ in self.gc_pauses)
+        pause_starts = [at_ for at_, _, _ in pauses]
+        late = sorted((written - stamp, stamp, written) for stamp, written in pairs
+                      if since <= stamp <= until and (written - stamp) * 1000 > limit_ms)
+        every = [(written - stamp) for stamp, written in pairs if since <= stamp <= until]
+        lines = [f"chunks later than {limit_ms:g} ms: {len(late)} of {len(every)} ({len(late) / max(1, len(every)):.2%})"]
+        if phases:
+            named = sorted(phases.items(), key=lambda item: item[1])
+
+            def phase(t: float) -> str:
+                return next((name for name, begins in reversed(named) if t >= begins), named[0][0])
+
+            written = Counter(phase(stamp) for stamp, written in pairs if since <= stamp <= until)
+            in_phase = Counter(phase(stamp) for _, stamp, _ in late)
+            lines[0] += "; by the phase they were written in: " + ", ".join(
+                f"{name} {in_phase[name]} of {written[name]} ({in_phase[name] / max(1, written[name]):.1%})" for name, _ in named)
+        if late and len(times) > 2:
+            parts = Counter[str]()
+            causes = Counter[str]()
+            longest: list[float] = []
+            for wait, a, b in late:
+                loop_cpu = at(threads, b) - at(threads, a)
+                other = max(0.0, at(processes, b) - at(processes, a) - loop_cpu)
+                idle = polling(a, b)
+                collector = 0.0
+                j = max(0, bisect.bisect_right(pause_starts, a) - 1)
+                while j < len(pauses) and pauses[j][0] < b:
+                    start, took, _ = pauses[j]
+                    collector += max(0.0, min(b, start + took) - max(a, start))
+                    j += 1
+                off = max(0.0, wait - idle - loop_cpu)
+                own = min(off, other)
+                share = {"loop's work": max(0.0, loop_cpu - collector), "collector": min(collector, loop_cpu),
+                         "polling": idle, "own threads": own, "machine": off - own}
+                for name, value in share.items():
+                    parts[name] += value
+                causes[max(share, key=lambda name: share[name])] += 1
+                # the longest iteration that overlapped the wait
+                i = max(0, bisect.bisect_right(times, a) - 1)
+                worst = 0.0
+                while i + 1 < len(times) and times[i] < b:
+                    if i % 2 == 1:
+                        worst = max(worst, times[i + 1] - times[i])
+                    i += 1
+                longest.append(worst * 1000)
+            total = sum(wait for wait, _, _ in late)
+            lines.append("  their waits, in all: " + ", ".join(f"{name} {value / total:.0%}" for name, value in parts.most_common()))
+            lines.append("  the largest part of each: " + ", ".join(f"{name} {count}" for name, count in causes.most_common()))
+            longest.sort()
+            lines.append(f"  the longest iteration each waited through: median {longest[len(longest) // 2]:.1f} ms, "
+                         f"max {longest[-1]:.1f}")
+        pauses_in = [(generation, ms, cpu) for at_, generation, ms, cpu in self.gc_pauses if since <= at_ <= until]
+        if pauses_in:
+            lines.append("collector CPU ms: " + ", ".join(
+                f"gen {g}: {sum(1 for x in pauses_in if x[0] == g)} pauses, {sum(c for x, _, c in pauses_in if x == g):.0f} in all, "
+                f"longest {max(c for x, _, c in pauses_in if x == g):.1f}" for g in sorted({x[0] for x in pauses_in})))
+        ticks = self.ticks(since, until)
+        if ticks:
+            walls = sorted(wall for _, wall, _, _ in ticks)
+            cpus = sorted(cpu for _, _, cpu, _ in ticks)
+            seconds = max(1e-9, min(until, ticks[-1][0]) - max(since, ticks[0][0]))
+
+            def spread(values: list[float]) -> str:
+                return " / ".join(f"{values[min(len(values) - 1, int(len(values) * q))]:.2f}" for q in (0.5, 0.9, 0.99, 0.999)) + f" / {values[-1]:.1f}"
+
+            lines.append(f"iterations: {len(ticks)} ({len(ticks) / seconds:.0f} a second), the loop's thread busy "
+                         f"{sum(walls) / 1000 / seconds:.0%} of the time (CPU {sum(cpus) / 1000 / seconds:.0%}); other threads' CPU "
+                         f"{sum(o for _, _, _, o in ticks) / 1000 / seconds:.1%}")
+            lines.append(f"  wall ms p50 / p90 / p99 / p99.9 / max: {spread(walls)};  CPU ms: {spread(cpus)}")
         return lines
 
 

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/capacity.py [--rate 20] [--seconds 4] [--limit-ms 10] [--start 25] [--max 800] [--repeat 3]
     .venv/bin/python benchmarks/capacity.py --workers 1,2,3 [the same options]
     .venv/bin/python benchmarks/capacity.py --start 100 --max 100 --stalls [MS]
+    .venv/bin/python benchmarks/capacity.py --start 275 --max 275 --repeat 1 --tail [--starts-per-second 50]
 
 The setting of ``benchmarks/provider_stream.py``'s latency runs, on loopback: a fake OpenAI Chat
 Completions server (its own process) streams ``--rate`` chunks a second per session, the host
@@ -11,7 +12,15 @@ Completions server (its own process) streams ``--rate`` chunks a second per sess
 subscribed to all of them. The figure is chunk written by the provider → frame written to the
 client's socket (after the journal commit), p99 over every chunk of a run, the median of
 ``--repeat`` runs. Turns start spread over ``max(1, N / 200)`` seconds (at most 200 turn starts a
-second) and each session then streams for ``--seconds``.
+second; ``--starts-per-second`` sets it, for the relay of ``capacity_relay.py`` alike) and each
+session then streams for ``--seconds``. The streams are not in phase: each one's first chunk comes
+at a random point of its first interval, and its next ones on that schedule. What the turn starts
+cost weighs on the figure: at 300 sessions on one core about 3 ms of the host's CPU each (start
+and end), so 200 a second take some 60 % of the core while the first sessions already stream,
+and the chunks written then are the most often late (``--tail``). ``--starts-per-second 50``
+spreads them four times as far, each session streaming as much longer (every session streams at
+once for ``--seconds`` less one, as by default); the steady p99 (chunks written once every session
+streams) leaves them out.
 
 The search stops by itself: session counts double from ``--start`` until a count misses the limit
 (or ``--max`` is reached), then the gap between the last count that held and the first that did
@@ -27,6 +36,17 @@ loop and prints, under each count, the loop's iterations longer than MS (2 by de
 chunks streamed, in the run whose p99 is the median: how many, their causes by count and time
 (the collector, a named callback, or the loop's thread off its CPU: preempted by other work, or
 blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
+
+``--tail`` (one process only) puts the same probe on the loop without naming callbacks (six clock
+readings an iteration and a note of each socket write, against the 20-35 % that naming costs:
+three alternating pairs at 250 sessions, steady CPU a chunk 113.9-135.6 µs without it and
+115.8-137.4 with it, within the spread) and prints, under each count, what the chunks later than
+``--limit-ms`` waited through in the run whose p99 is the median: the loop's own work, the
+collector's pauses, the loop polling (the chunk not read yet, or its frame waiting for a timer),
+the process's other threads and the rest of the machine (the loop's thread off its CPU); how many
+of each phase's chunks were late (the turns starting, every session streaming, the turns ending);
+the collector's pauses by generation; and the distribution of every iteration's wall and CPU
+time. With ``--stalls`` as well, the stalls' report comes first.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
 processes on one port, the embedded NATS server, nothing pinned; each run on a host started for it
@@ -62,6 +82,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -80,10 +101,10 @@ STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
 async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, serve: Any = _through_host) -> tuple[bool, str]:
     """Run ``sessions`` sessions ``--repeat`` times; whether the median p99 held, and a report line.
     ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
-    count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
-    if getattr(args, "stalls", None) is not None and serve is _through_host:
-        serve = _probed(args.stalls)
+    stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
+    if serve is _through_host and (getattr(args, "stalls", None) is not None or getattr(args, "tail", False)):
+        serve = _probed(args.stalls, args.limit_ms if args.tail else None)
     runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
     p99 = median([run["written_p99"] for run in runs])
     steady = median([run["written_steady_p99"] for run in runs])
@@ -104,21 +125,69 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     return held, line
 
 
-def _probed(threshold_ms: float) -> Any:
+def _stagger(sessions: int, args: argparse.Namespace) -> float:
+    """Seconds over which a run's turns start: ``--starts-per-second`` (200 by default) at most,
+    over one second at least."""
+    return max(1.0, sessions / (getattr(args, "starts_per_second", None) or 200))
+
+
+def _chunks(stagger: float, args: argparse.Namespace) -> int:
+    """Chunks each session streams: ``--seconds`` of them; with ``--starts-per-second``, as many
+    more as the turns' start lasts beyond its first second, so that every session still streams
+    at once for ``--seconds`` less one (as 200 sessions do by default) whatever the start rate."""
+    extra = stagger - 1 if getattr(args, "starts_per_second", None) else 0.0
+    return round(args.rate * (args.seconds + extra))
+
+
+def _probed(threshold_ms: float | None, late_ms: float | None = None) -> Any:
     """``_through_host`` with a ``StallProbe`` on the host's loop; each run's figures get the
-    probe's report of the stalls that began while chunks streamed (``stalls``)."""
+    probe's report (``stalls``) of the stalls over ``threshold_ms`` that began while chunks
+    streamed (None: no stalls, the light probe: iterations and the collector only) and, with
+    ``late_ms``, what the chunks later than it waited through (``StallProbe.late_report``)."""
 
     async def serve(base_url: str, model: str, sessions: int, stagger: float) -> dict[str, Any]:
-        probe = StallProbe(threshold_ms)
+        from host.transport.ws_protocol import TickBatchingWebSocketProtocol
+
+        probe = StallProbe(threshold_ms or 1e9, callbacks=threshold_ms is not None)
+        written_at: list[int] = []  # flat (ints and strings): nothing more for the collector to walk
+        written_count: list[int] = []
+        written_texts: list[str] = []
+        write_buffered = TickBatchingWebSocketProtocol._write_buffered
+
+        def noted(protocol: Any, force: bool = False, durable: bool = False) -> None:
+            if pending := protocol._pending:
+                written_at.append(time.perf_counter_ns())
+                written_count.append(len(pending))
+                written_texts.extend(pending)
+            write_buffered(protocol, force, durable)
+
+        if late_ms is not None:
+            TickBatchingWebSocketProtocol._write_buffered = noted  # type: ignore[method-assign]  # (``_through_host`` wraps it again)
         probe.install()
         try:
             run = await _through_host(base_url, model, sessions, stagger)
         finally:
             probe.uninstall()
-        run["stalls"] = probe.report(*run["window"])
+            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]
+        run["stalls"] = probe.report(*run["window"]) if threshold_ms is not None else []
+        if late_ms is not None:
+            # A frame the transport had no room for stays waiting and is noted again at a later
+            # write: its last one is when it left.
+            texts = iter(written_texts)
+            sent = {int(stamp): now for now, count in zip(written_at, written_count) for _, text in zip(range(count), texts)
+                    for found in _STAMPS.finditer(text) for stamp in found.group(1).split(";") if stamp}
+            pairs = [(stamp / 1e9, now / 1e9) for stamp, now in sent.items()]
+            began = run["window"][0]  # the first chunk
+            phases = {"turns starting": began, "steady": began + stagger + 0.1,  # (the last turn's first chunk)
+                      "turns ending": began + int(model.split("-")[1]) / float(model.split("-")[2])}  # (the first turn's last)
+            run["stalls"] += probe.late_report(pairs, late_ms, *run["window"], phases=phases)
         return run
 
     return serve
+
+
+_STAMPS = re.compile(r'"content":"([0-9;]+)"')
+"""The provider's clock readings in a frame's text (``provider_stream.latency_figures`` reads them so)."""
 
 
 async def _search(measure: Any, args: argparse.Namespace) -> tuple[int, int | None]:
@@ -214,8 +283,8 @@ async def _spread_run(host: WorkersHost, provider: int, sessions: int, args: arg
     """One run of ``sessions`` sessions on ``host`` (``benchmarks/_workers.py``'s client process):
     its figures, with ``cpu``, each process's CPU per chunk from the first message to the last
     turn's end."""
-    count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
+    stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
     child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger,
                          ",".join(map(str, host.workers())), "cross" if args.cross else "own", "root" if args.root else "sessions")
     try:
@@ -239,8 +308,8 @@ async def _one_count_of_workers(workers: int, provider: int, base_url: str, sess
     (as the one-process mode's): whether the median p99 held. A host kept from run to run would
     hold every earlier run's sessions, and a host's turn start costs more with every session it
     holds (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
-    count = round(args.rate * args.seconds)
-    stagger = max(1.0, sessions / 200)
+    stagger = _stagger(sessions, args)
+    count = _chunks(stagger, args)
     runs = []
     for _ in range(args.repeat):
         host = await _fresh_host(workers, base_url, provider, args)
@@ -305,6 +374,10 @@ def search_arguments(description: str, *, most: int) -> argparse.ArgumentParser:
     parser.add_argument("--max", type=int, default=most)
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--starts-per-second", type=float,
+                        help="turns (the relay's streams) started a second at most, over one second at least, each "
+                             "session streaming that much longer, so that all stream at once as long as by default "
+                             "(unset: 200, the figure's setting, a run of N sessions starting them over max(1, N / 200) s)")
     return parser
 
 
@@ -315,6 +388,11 @@ async def main() -> None:
                         help="probe the host's event loop (one process only): after each count, the stalls over MS "
                              "(default 2) while chunks streamed, with their causes (benchmarks/_stalls.py; costs the "
                              "host 20-35 %% more CPU a chunk, so compare p99s only between runs without it)")
+    parser.add_argument("--tail", action="store_true",
+                        help="one process only: after each count, what the chunks later than --limit-ms waited through "
+                             "(the loop's work, the collector, polling, its own threads, the machine) and every loop "
+                             "iteration's wall and CPU time (benchmarks/_stalls.py's probe without naming callbacks: "
+                             "six clock readings an iteration)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
     parser.add_argument("--root", action="store_true", help="with --workers: each reading client also follows the root channel, "

@@ -15,7 +15,7 @@ chunk) run for two servers in one invocation:
   ``orjson.dumps``, framed by the ``websockets`` Sans-I/O protocol and the tick's frames written
   with one ``transport.write`` at its end. No state, no journal, no ASGI. Its client process
   holds one WebSocket connection and starts the streams one after another, spread over the same
-  time as the host's turns (``max(1, N / 200)`` seconds).
+  time as the host's turns (``max(1, N / 200)`` seconds, or ``--starts-per-second``).
 
 The two searches run in turns (one count of one side, then one of the other), so that the
 machine's load, which moves minute by minute, weighs on both alike; their verdicts and the ratio
@@ -52,7 +52,7 @@ class _TimedRelay(_Relay):
 
     def __init__(self, sdk: Any, queued: list[tuple[int, str, str]], written: list[tuple[int, list[bytes]]],
                  cpu_marks: list[tuple[int, float]]) -> None:
-        super().__init__(sdk)
+        super().__init__(sdk, "openai-chat")  # (its ``stream`` is this class's own: the fake provider's Chat Completions)
         self.queued, self.written, self.cpu_marks = queued, written, cpu_marks
 
     def end_of_tick(self) -> None:

@@ -18,6 +18,16 @@ Invariants:
   loop when a turn ends, where a commit waiting on ``fsync`` would stop every session on the host
   (``benchmarks/README.md``); a transcript lost that way is rebuilt from the turn state, like an
   unreadable one.
+* The WAL is copied into the database by a worker thread on a connection of its own
+  (``_checkpoint``, a passive checkpoint: it neither waits for nor blocks the writer), once about
+  ``CHECKPOINT_CHARS`` were written since the last one; SQLite's automatic checkpoint is off. It
+  ran inside a save on the event loop, a checkpoint with its ``fsync`` every thousand pages of WAL
+  (every 300 or so turns of a few KiB): 12-33 ms on this machine's disk, every session on the host
+  stopped meanwhile (``benchmarks/README.md``, "What sets the p99 when one core is loaded"). After
+  a complete copy the worker's own small commit starts the WAL again (syncing its new header, and
+  truncating the file to ``WAL_KEEP_BYTES``), so that the loop's next save does not. ``close``
+  waits for a running checkpoint. Writes that outrun the worker (``WAL_LIMIT_CHARS`` without a
+  complete checkpoint) are checkpointed on the writer's thread, as SQLite's own checkpoint did.
 * Compactions (``save_compaction``) are kept beside the transcripts, never instead of them: a
   compaction says "the turns up to and including turn T are summarised by this text". The turn
   loop sends the summary in place of those turns; the transcripts themselves stay whole, and a
@@ -34,6 +44,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -63,6 +74,10 @@ CREATE TABLE IF NOT EXISTS transcripts (
     messages TEXT NOT NULL,
     PRIMARY KEY (session, turn_id)
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS compactions (
     session TEXT NOT NULL,
     through_turn TEXT NOT NULL,
@@ -74,6 +89,17 @@ CREATE TABLE IF NOT EXISTS compactions (
 
 HELD_CHARS = 32_000_000
 """Characters of transcript JSON whose messages ``TranscriptStore`` keeps in memory by default."""
+
+CHECKPOINT_CHARS = 1 << 20
+"""Characters of rows written (with a page's worth for each row's other pages) since the last
+checkpoint that start the next, in a worker thread: a few hundred pages of WAL."""
+
+WAL_LIMIT_CHARS = 16 << 20
+"""Characters written without a complete checkpoint after which the writer's thread checkpoints
+too (writes outrunning the worker, or a long read holding its copy back)."""
+
+WAL_KEEP_BYTES = 4 << 20
+"""What the WAL file is truncated to when it starts again (``journal_size_limit``)."""
 
 _IN_LIMIT = 500
 """Turn ids per ``IN (...)`` query (well under SQLite's limit on parameters)."""
@@ -118,7 +144,21 @@ class TranscriptStore:
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._path = None if path is None else target
+        if path is not None:  # checkpoints in a worker thread (module docstring)
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
         self._db.executescript(_SCHEMA)
+        self._written = 0
+        """Characters of rows written since the last checkpoint began."""
+        self._checkpointer: threading.Thread | None = None
+        """The worker thread, started with the first checkpoint (``Thread.start`` waits for the new
+        thread to run: milliseconds on a busy machine, once) and then woken by ``_wake``."""
+        self._wake = threading.Event()
+        self._checkpointing = False
+        self._closing = False
+        self._behind = 0
+        """Characters written since the last complete checkpoint (about)."""
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
         """Per session, what ``load`` read (see the module docstring); the latest read last."""
@@ -141,6 +181,7 @@ class TranscriptStore:
             if held is not None:
                 self._chars += held.put(turn_id, list(messages), len(body))  # as reading the row back gives
                 self._let_go()
+            self._wrote(len(body))
 
     def load(self, session: str, turn_ids: Iterable[str]) -> dict[str, list[Message]]:
         """The readable transcripts among ``turn_ids``, keyed by turn id (read-only: the lists
@@ -193,6 +234,7 @@ class TranscriptStore:
             held = self._held.get(session)
             if held is not None and held.compactions is not None:
                 held.compactions[through_turn] = summary
+            self._wrote(len(summary))
 
     def compaction(self, session: str, turn_ids: Sequence[str]) -> tuple[int, str] | None:
         """The newest compaction among ``turn_ids`` (in order): ``(index of its last turn, summary)``."""
@@ -240,6 +282,65 @@ class TranscriptStore:
         if held is not None:
             self._chars -= held.chars
 
+    def _wrote(self, chars: int) -> None:
+        """Count what a write added to the WAL (under the lock); past ``CHECKPOINT_CHARS``, start a
+        checkpoint in a worker thread unless one runs."""
+        self._written += chars + 4096  # (a row's keys, and its table's and index's pages: a page or so)
+        if self._written < CHECKPOINT_CHARS or self._path is None:
+            return
+        if self._behind >= WAL_LIMIT_CHARS:
+            # Writes outran the worker's checkpoints (or a reader held them back): this thread
+            # copies what it can, as SQLite's own checkpoint did, so that the WAL stays bounded.
+            with contextlib.suppress(sqlite3.Error):
+                busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if busy == 0 and log == copied:
+                    self._behind = 0
+        if self._checkpointing or self._wake.is_set():
+            return  # the next write past the threshold tries again
+        self._behind += self._written
+        self._written = 0
+        self._checkpointing = True
+        self._wake.set()
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(target=self._checkpoints, name="transcripts-checkpoint", daemon=True)
+            self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        """The worker thread: a checkpoint each time it is woken, until ``close``."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing:
+                return
+            try:
+                self._checkpoint()
+            finally:
+                self._checkpointing = False
+
+    def _checkpoint(self) -> bool:
+        """Copy the WAL into the database file, on a connection of this thread's own; after a
+        complete copy, a small commit that starts the WAL again. True when every frame committed
+        when it began was copied. A failure is left to the next checkpoint (housekeeping)."""
+        assert self._path is not None
+        try:
+            with contextlib.closing(sqlite3.connect(self._path, isolation_level=None)) as db:
+                busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if busy == 0 and log == copied:
+                    self._behind = 0
+                    db.execute("PRAGMA synchronous=NORMAL")
+                    db.execute("PRAGMA wal_autocheckpoint=0")
+                    db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+                    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('wal', 'started again')")
+        except sqlite3.Error as error:
+            logger.debug("transcripts' checkpoint: %s", error)
+            return False
+        return busy == 0 and log == copied
+
     def close(self) -> None:
+        checkpointer = self._checkpointer
+        if checkpointer is not None:  # it ends after the checkpoint it may be running
+            self._closing = True
+            self._wake.set()
+            checkpointer.join()
         with self._lock:
             self._db.close()

@@ -5,6 +5,7 @@ store, and when its memory budget is too small for more than one session."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,50 @@ def test_a_compaction_saved_while_its_session_is_held_is_found(tmp_path: Path) -
     store.save_compaction("source", "t1", "The source counted to one.")
     store.copy("source", "s", ["t1"])  # a copy into the session replaces its rows: nothing held is kept
     assert store.compaction("s", ["t1", "t2"]) == (0, "The source counted to one.")
+
+
+def test_the_wal_is_checkpointed_by_a_worker_and_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import host.state.transcripts as transcripts
+
+    monkeypatch.setattr(transcripts, "CHECKPOINT_CHARS", 20_000)
+    path = tmp_path / "t.sqlite3"
+    store = TranscriptStore(path)
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)  # never inside a save
+    answer = "x" * 3_000
+    largest = 0
+    checkpoints = 0
+    for index in range(400):  # about 1.3 MB of rows and 1.6 MB of counted pages: 140 checkpoints' worth
+        store.save(f"s{index % 7}", f"t{index}", _turn(f"q{index}", answer))
+        largest = max(largest, (tmp_path / "t.sqlite3-wal").stat().st_size)
+        if store._checkpointing:
+            checkpoints += 1
+            while store._checkpointing:  # turns end apart: it has the time to finish
+                time.sleep(0.001)
+    assert checkpoints > 30
+    assert store._checkpointer is not None and store._checkpointer.name == "transcripts-checkpoint"
+    store.close()
+    assert not store._checkpointer.is_alive()
+    # SQLite's own checkpoint is off: without the worker's, the WAL would hold every row written.
+    assert largest < 400 * 3_000 / 3
+
+
+def test_writes_that_outrun_the_worker_are_checkpointed_by_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import host.state.transcripts as transcripts
+
+    monkeypatch.setattr(transcripts, "CHECKPOINT_CHARS", 20_000)
+    monkeypatch.setattr(transcripts, "WAL_LIMIT_CHARS", 200_000)
+    monkeypatch.setattr(TranscriptStore, "_checkpoint", lambda self: False)  # a worker that never copies anything
+    path = tmp_path / "t.sqlite3"
+    store = TranscriptStore(path)
+    answer = "x" * 3_000
+    largest = 0
+    for index in range(400):
+        store.save(f"s{index % 7}", f"t{index}", _turn(f"q{index}", answer))
+        largest = max(largest, (tmp_path / "t.sqlite3-wal").stat().st_size)
+    store.close()
+    # Without any checkpoint these 400 rows make a WAL of about 6.6 MB (measured); a checkpoint
+    # every 200,000 characters keeps it to a fraction.
+    assert largest < 2_000_000
+    again = TranscriptStore(path)
+    assert _texts(again.load("s3", ["t3", "t395"])) == {"t3": ["q3", answer], "t395": ["q395", answer]}
+    again.close()
