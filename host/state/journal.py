@@ -101,6 +101,7 @@ import orjson
 from ahp.jsonrpc import encode, object_with_list
 from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extended, run_key
 from host.errors import JournalError
+from host.state import wal
 from host.state.private_files import private_directory, private_file
 
 logger = logging.getLogger(__name__)
@@ -406,14 +407,12 @@ class Journal:
             private_directory(path.parent)
             self._db = sqlite3.connect(private_file(path), isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            _check_without_in(self._db)
             # Checkpoints are started by the WAL's size after a commit (``Store``), in a worker
             # thread, not inside a commit on the loop; once one copied everything, the next commit
             # starts the WAL again from its beginning and truncates it to ``WAL_KEEP_BYTES``.
-            self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+            wal.manual_checkpoints(self._db, WAL_KEEP_BYTES)
+            self._db.executescript(_SCHEMA)
+            _check_without_in(self._db)
             # Some builds of SQLite (Debian's) zero every deleted page, which makes pruning a
             # megabyte write a megabyte of WAL: zero only within pages written anyway.
             self._db.execute("PRAGMA secure_delete=FAST")
@@ -998,29 +997,11 @@ class Journal:
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file. From any thread: it uses its own connection, and a
-        passive checkpoint neither waits for nor blocks the writer. True when it copied every frame
-        committed when it started (later commits may have added more)."""
-        try:
-            with self._checkpointing, contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
-                busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                if busy == 0 and log == copied:
-                    self._start_wal_again(db)
-        except sqlite3.Error:
-            return False  # housekeeping: the next commit past the threshold tries again
-        return busy == 0 and log == copied
-
-    @staticmethod
-    def _start_wal_again(db: sqlite3.Connection) -> None:
-        """After a complete checkpoint, on the checkpoint's connection: a small commit, which starts
-        the WAL again from its beginning. SQLite syncs the WAL's new header then (what
-        ``synchronous=NORMAL`` does when a WAL is reused) and truncates the file to
-        ``WAL_KEEP_BYTES``: 4-19 ms on this machine's disk, which the event loop's next commit
-        waited for when it was the first (``benchmarks/README.md``, "Event-loop stalls"). If a
-        commit of the loop's comes first, it starts the WAL itself, as before."""
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA wal_autocheckpoint=0")
-        db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
-        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('wal', 'started again')")
+        passive checkpoint neither waits for nor blocks the writer; after a complete copy it starts
+        the WAL again (``host.state.wal.start_again``). True when it copied every frame committed
+        when it started (later commits may have added more)."""
+        with self._checkpointing:
+            return wal.checkpoint(str(self.path), WAL_KEEP_BYTES)
 
     def checkpoint_here(self) -> bool:
         """``checkpoint`` on the journal's own connection, on the writer's thread: as nothing
@@ -1029,10 +1010,9 @@ class Journal:
         checkpoint to end: then the writer waits, which is what keeps the WAL under its cap."""
         try:
             with self._checkpointing:
-                busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                return wal.copy_wal(self._db)
         except sqlite3.Error:
             return False
-        return busy == 0 and log == copied
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ Invariants:
   (``benchmarks/README.md``); a transcript lost that way is rebuilt from the turn state, like an
   unreadable one.
 * The WAL is copied into the database by a worker thread on a connection of its own
-  (``_checkpoint``, a passive checkpoint: it neither waits for nor blocks the writer), once about
+  (``host.state.wal.Checkpointer``, a passive checkpoint: it neither waits for nor blocks the writer), once about
   ``CHECKPOINT_CHARS`` were written since the last one; SQLite's automatic checkpoint is off. It
   ran inside a save on the event loop, a checkpoint with its ``fsync`` every thousand pages of WAL
   (every 300 or so turns of a few KiB): 12-33 ms on this machine's disk, every session on the host
@@ -44,7 +44,6 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sqlite3
@@ -59,6 +58,7 @@ from pydantic import ValidationError
 
 import providers
 from host.state.private_files import private_directory, private_file
+from host.state.wal import Checkpointer
 
 if TYPE_CHECKING:
     from providers import Message
@@ -144,21 +144,11 @@ class TranscriptStore:
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._path = None if path is None else target
-        if path is not None:  # checkpoints in a worker thread (module docstring)
-            self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+        self._checkpoints = None if path is None else Checkpointer(
+            self._db, target, name="transcripts-checkpoint", keep_bytes=WAL_KEEP_BYTES, every=CHECKPOINT_CHARS,
+            limit=WAL_LIMIT_CHARS)
+        """The WAL's checkpoints, in a worker thread (module docstring); none in memory."""
         self._db.executescript(_SCHEMA)
-        self._written = 0
-        """Characters of rows written since the last checkpoint began."""
-        self._checkpointer: threading.Thread | None = None
-        """The worker thread, started with the first checkpoint (``Thread.start`` waits for the new
-        thread to run: milliseconds on a busy machine, once) and then woken by ``_wake``."""
-        self._wake = threading.Event()
-        self._checkpointing = False
-        self._closing = False
-        self._behind = 0
-        """Characters written since the last complete checkpoint (about)."""
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
         """Per session, what ``load`` read (see the module docstring); the latest read last."""
@@ -181,7 +171,8 @@ class TranscriptStore:
             if held is not None:
                 self._chars += held.put(turn_id, list(messages), len(body))  # as reading the row back gives
                 self._let_go()
-            self._wrote(len(body))
+            if self._checkpoints is not None:
+                self._checkpoints.wrote(len(body))
 
     def load(self, session: str, turn_ids: Iterable[str]) -> dict[str, list[Message]]:
         """The readable transcripts among ``turn_ids``, keyed by turn id (read-only: the lists
@@ -234,7 +225,8 @@ class TranscriptStore:
             held = self._held.get(session)
             if held is not None and held.compactions is not None:
                 held.compactions[through_turn] = summary
-            self._wrote(len(summary))
+            if self._checkpoints is not None:
+                self._checkpoints.wrote(len(summary))
 
     def compaction(self, session: str, turn_ids: Sequence[str]) -> tuple[int, str] | None:
         """The newest compaction among ``turn_ids`` (in order): ``(index of its last turn, summary)``."""
@@ -282,65 +274,8 @@ class TranscriptStore:
         if held is not None:
             self._chars -= held.chars
 
-    def _wrote(self, chars: int) -> None:
-        """Count what a write added to the WAL (under the lock); past ``CHECKPOINT_CHARS``, start a
-        checkpoint in a worker thread unless one runs."""
-        self._written += chars + 4096  # (a row's keys, and its table's and index's pages: a page or so)
-        if self._written < CHECKPOINT_CHARS or self._path is None:
-            return
-        if self._behind >= WAL_LIMIT_CHARS:
-            # Writes outran the worker's checkpoints (or a reader held them back): this thread
-            # copies what it can, as SQLite's own checkpoint did, so that the WAL stays bounded.
-            with contextlib.suppress(sqlite3.Error):
-                busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                if busy == 0 and log == copied:
-                    self._behind = 0
-        if self._checkpointing or self._wake.is_set():
-            return  # the next write past the threshold tries again
-        self._behind += self._written
-        self._written = 0
-        self._checkpointing = True
-        self._wake.set()
-        if self._checkpointer is None:
-            self._checkpointer = threading.Thread(target=self._checkpoints, name="transcripts-checkpoint", daemon=True)
-            self._checkpointer.start()
-
-    def _checkpoints(self) -> None:
-        """The worker thread: a checkpoint each time it is woken, until ``close``."""
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._closing:
-                return
-            try:
-                self._checkpoint()
-            finally:
-                self._checkpointing = False
-
-    def _checkpoint(self) -> bool:
-        """Copy the WAL into the database file, on a connection of this thread's own; after a
-        complete copy, a small commit that starts the WAL again. True when every frame committed
-        when it began was copied. A failure is left to the next checkpoint (housekeeping)."""
-        assert self._path is not None
-        try:
-            with contextlib.closing(sqlite3.connect(self._path, isolation_level=None)) as db:
-                busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                if busy == 0 and log == copied:
-                    self._behind = 0
-                    db.execute("PRAGMA synchronous=NORMAL")
-                    db.execute("PRAGMA wal_autocheckpoint=0")
-                    db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
-                    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('wal', 'started again')")
-        except sqlite3.Error as error:
-            logger.debug("transcripts' checkpoint: %s", error)
-            return False
-        return busy == 0 and log == copied
-
     def close(self) -> None:
-        checkpointer = self._checkpointer
-        if checkpointer is not None:  # it ends after the checkpoint it may be running
-            self._closing = True
-            self._wake.set()
-            checkpointer.join()
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         with self._lock:
             self._db.close()

@@ -4,7 +4,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 from host.state.content import ContentStore
 
@@ -55,3 +58,23 @@ def test_a_put_survives_its_process_killed_right_after(tmp_path: Path) -> None:
     uri = child.stdout.strip()
     again = ContentStore(path)
     assert again.lookup(uri) == (b"tool output " * 1000, "text/plain")
+
+
+def test_many_puts_keep_the_wal_bounded_and_read_back_after_a_restart(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import host.state.content as content
+
+    monkeypatch.setattr(content, "CHECKPOINT_CHARS", 50_000)
+    path = tmp_path / "content.sqlite3"
+    store = ContentStore(path)
+    uris, largest = [], 0
+    for index in range(300):
+        uris.append(store.put(f"{index} ".encode() * 2_000, "text/plain"))
+        largest = max(largest, Path(f"{path}-wal").stat().st_size)
+        while store._checkpoints is not None and store._checkpoints.running:
+            time.sleep(0.001)
+    store.close()
+    assert largest < 1_000_000  # about 2.5 MB of content put
+    again = ContentStore(path)
+    assert again.get(uris[123]) == b"123 " * 2_000
+    assert all(again.get(uri) is not None for uri in uris)

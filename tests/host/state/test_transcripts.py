@@ -148,14 +148,14 @@ def test_the_wal_is_checkpointed_by_a_worker_and_stays_bounded(tmp_path: Path, m
     for index in range(400):  # about 1.3 MB of rows and 1.6 MB of counted pages: 140 checkpoints' worth
         store.save(f"s{index % 7}", f"t{index}", _turn(f"q{index}", answer))
         largest = max(largest, (tmp_path / "t.sqlite3-wal").stat().st_size)
-        if store._checkpointing:
+        if store._checkpoints.running:
             checkpoints += 1
-            while store._checkpointing:  # turns end apart: it has the time to finish
+            while store._checkpoints.running:  # turns end apart: it has the time to finish
                 time.sleep(0.001)
     assert checkpoints > 30
-    assert store._checkpointer is not None and store._checkpointer.name == "transcripts-checkpoint"
+    assert store._checkpoints.thread is not None and store._checkpoints.thread.name == "transcripts-checkpoint"
     store.close()
-    assert not store._checkpointer.is_alive()
+    assert not store._checkpoints.thread.is_alive()
     # SQLite's own checkpoint is off: without the worker's, the WAL would hold every row written.
     assert largest < 400 * 3_000 / 3
 
@@ -165,7 +165,9 @@ def test_writes_that_outrun_the_worker_are_checkpointed_by_the_writer(tmp_path: 
 
     monkeypatch.setattr(transcripts, "CHECKPOINT_CHARS", 20_000)
     monkeypatch.setattr(transcripts, "WAL_LIMIT_CHARS", 200_000)
-    monkeypatch.setattr(TranscriptStore, "_checkpoint", lambda self: False)  # a worker that never copies anything
+    import host.state.wal as wal
+
+    monkeypatch.setattr(wal, "checkpoint", lambda path, keep_bytes: False)  # a worker that never copies anything
     path = tmp_path / "t.sqlite3"
     store = TranscriptStore(path)
     answer = "x" * 3_000
