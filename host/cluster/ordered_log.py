@@ -55,7 +55,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   sends the rest to no one here, and those groups' chats are held *partial* (without the text of
   their parts) until ``hold`` (optional too) loads them whole, at the point the follower reached,
   and the follower is made again from there with their streamed text. A claim loads its group
-  first in the same way.
+  first in the same way. The stream also tells each process, as it stores them, of the host
+  group's records and the owner markers (its ``republish``, headers only; ``_watch_told``), so
+  that ``caught_up`` for the root waits for the follower without asking the server.
 * ``await take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
   bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
   is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
@@ -676,7 +678,19 @@ class ClusterLog:
         so the server is asked about those groups' subjects and every group's owner marker
         only (two questions for the root, where the follower's subjects would pass over every
         record of every other process's sessions and this process's own); once a marker is
-        found below ``seq`` (a group changing hands), about every subject the follower takes."""
+        found below ``seq`` (a group changing hands), about every subject the follower takes.
+
+        **Told in order, no question.** For the host group's channels (the root: every client
+        follows it), the server is not asked once the stream tells this process of each of the
+        group's records and each owner marker as it stores it (``_watch_told``): each such record
+        comes on this process's connection before the acknowledgement of any record stored after
+        it, so when a frame's acknowledgement is read, every one numbered below it that is not in
+        ``_told`` was handed over already, and the frame waits only for the follower to hand over
+        those told (``_follow_past``). It asks as above where that is not known: records numbered
+        up to where the watch began until an answer covered them, a marker told below ``seq`` and
+        not handed over, a connection made again since the watch began (until it is made again
+        too), a record told and not handed over within ``_TOLD_WAIT``, a stream that does not
+        republish (made before), a server in a cluster."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
             return None
         groups = None if channels is None else frozenset(group_of(channel) for channel in channels)
@@ -704,12 +718,12 @@ class ClusterLog:
         core = self.core
         subjects = core.subjects
         on = core.client.stats["reconnects"]
+        self._told.clear()  # (before: what is told from the subscription on counts)
+        self._told_cleared = False
         watched = await core.watch_told([subjects.told_of(HOST_GROUP), subjects.told_markers], self._take_told)
         if watched is None or self._closing:
             return
         since, self._told_stop = watched
-        self._told.clear()
-        self._told_cleared = self._caught_up_to > since
         self._told_on = on
         if core.client.stats["reconnects"] == on:
             self._told_since = since
@@ -721,7 +735,15 @@ class ClusterLog:
         if told and seq <= told[-1][0]:
             return  # (a marker of the host group comes on both subscriptions)
         group_token, _, channel_token = subject[len(self.core.subjects.prefix) + 1:].partition(".")
-        told.append((seq, untoken(group_token) or "", channel_token == MARKER_TOKEN))
+        group = untoken(group_token) or ""
+        marker = channel_token == MARKER_TOKEN
+        followed = self._followed
+        while told and told[0][0] <= followed:
+            told.popleft()
+        if (not marker and self._told_cleared and self._marked.get(group) == self.core.holder
+                and not any(entry[2] for entry in told)):
+            return  # this process's own record (no marker before it left to hand over): the follower skips it
+        told.append((seq, group, marker))
         if len(told) > _TOLD_MOST:
             told.clear()
             self._told_since = None  # (not followed for long: the server is asked again)

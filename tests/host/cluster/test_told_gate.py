@@ -100,6 +100,29 @@ async def test_a_frame_waits_for_the_root_record_told_before_it_without_asking_t
     assert asked == []  # every answer from what the stream told, none from a question
 
 
+async def test_a_follower_behind_is_waited_for_without_asking_the_server(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    here, _ = await following(nats_server.url, logs, "here")
+    there, _ = await following(nats_server.url, logs, "there")
+    await there.append(ROOT, 0, action(ROOT, 0))
+    await here.append(HERE, 0, action(HERE, 0))
+    frame = await here.append(HERE, 0, action(HERE, 1))
+    await settled_gate(here, seq_of(frame))
+    take = here._follow_take
+    assert take is not None
+
+    async def later(record: Any, generation: int) -> None:
+        await asyncio.sleep(0.05)  # every record handed over 50 ms late: well after the frames' acknowledgements
+        take(record, generation)
+
+    here._follow_take = later  # type: ignore[assignment]
+    await here._follow_again()
+    asked = counting_questions(here)
+    at_once, waited = await rounds(here, there, 10, 1)
+    assert waited == 10 and at_once == 0
+    assert asked == []
+
+
 async def test_a_marker_below_the_frame_is_asked_about(nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     here, _ = await following(nats_server.url, logs, "here")
     there, _ = await following(nats_server.url, logs, "there")
