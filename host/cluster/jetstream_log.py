@@ -1322,16 +1322,23 @@ def told_config(subjects: Subjects) -> api.RePublish:
 
 
 async def _opened(js: JetStreamContext, config: api.StreamConfig) -> api.StreamInfo:
-    """The stream made with ``config``, or, made before without its ``republish`` (the server
-    opens a stream again only with the configuration it was made with), opened so (nothing is
-    told as stored then: ``watch_told`` gives None and the log asks)."""
+    """The stream made with ``config``; made before without its ``republish`` (the server opens a
+    stream again only with the configuration it was made with), opened so and then given it
+    (``update_stream``: only that differs); left without it should that fail (nothing is told as
+    stored then: ``watch_told`` gives None and the log asks)."""
     try:
         return await js.add_stream(config)
     except APIError as error:
         if error.err_code != _NAME_IN_USE or config.republish is None:
             raise
-    config.republish = None
-    return await js.add_stream(config)
+    republish, config.republish = config.republish, None
+    info = await js.add_stream(config)
+    config.republish = republish
+    try:
+        return await js.update_stream(config)
+    except APIError as error:
+        logger.info("the stream %s made before is not told as stored: %s", config.name, error)
+        return info
 
 
 def _clustered(client: Client) -> bool:

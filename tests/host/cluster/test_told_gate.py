@@ -13,6 +13,7 @@ from typing import Any
 import nats
 from nats.js import api
 
+from host.cluster._wire import subscribe_at_once
 from host.cluster.jetstream_log import told_config
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
@@ -138,7 +139,7 @@ async def test_a_marker_below_the_frame_is_asked_about(nats_server: EmbeddedNats
     assert here._followed >= seq - 2  # the marker and the record after it handed over
 
 
-async def test_a_stream_made_before_without_republish_opens_and_the_gate_asks(
+async def test_a_stream_made_before_without_republish_opens_and_is_told_from_then_on(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     client = await nats.connect(nats_server.url)
     try:
@@ -150,7 +151,25 @@ async def test_a_stream_made_before_without_republish_opens_and_the_gate_asks(
         await client.close()
     here, _ = await following(nats_server.url, logs, "here")
     there, _ = await following(nats_server.url, logs, "there")
-    assert not here.core.tells and here._told_since is None
+    assert here.core.tells and here._told_since is not None
+    await there.append(ROOT, 0, action(ROOT, 0))
+    await here.append(HERE, 0, action(HERE, 0))
+    await settled_gate(here, seq_of(await here.append(HERE, 0, action(HERE, 1))))
+    asked = counting_questions(here)
+    at_once, waited = await rounds(here, there, 10, 1)
+    assert asked == []
+
+
+async def test_a_log_not_told_asks_the_server_and_still_holds_every_frame_behind_the_root_record(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    here = ClusterLog(nats_server.url, holder="here")
+    logs.append(here)
+    await here.open()
+    here.core.tells = False  # (what a stream left without ``republish`` or a server in a cluster gives)
+    await here.recover()
+    await here.follow(lambda record: None)
+    there, _ = await following(nats_server.url, logs, "there")
+    assert here._told_since is None
     await there.append(ROOT, 0, action(ROOT, 0))
     asked = counting_questions(here)
     at_once, waited = await rounds(here, there, 10, 1)
@@ -182,3 +201,28 @@ def test_the_streams_republish_is_each_coarse_record_headers_only() -> None:
     config = told_config(Subjects("p.log"))
     assert (config.src, config.headers_only) == ("p.log.*.*", True)
     assert config.dest == "p.log-told.{{wildcard(1)}}.{{wildcard(2)}}"
+
+
+async def test_a_client_without_the_queue_leaned_on_gets_no_subscription_told_in_order(
+        nats_server: EmbeddedNats) -> None:
+    client = await nats.connect(nats_server.url)
+    try:
+        taken: list[Any] = []
+        subscription = await subscribe_at_once(client, "told.x", taken.append)
+        assert subscription is not None
+        await client.publish("told.x", b"one")
+        await client.flush()
+        await asyncio.sleep(0.05)
+        assert [message.data for message in taken] == [b"one"]  # handed on as parsed
+
+        subscribe = client.subscribe
+
+        async def plain(subject: str, **options: Any) -> Any:
+            made = await subscribe(subject, **options)
+            made._pending_queue = None  # (a client without the internal)
+            return made
+
+        client.subscribe = plain  # type: ignore[method-assign]
+        assert await subscribe_at_once(client, "told.y", taken.append) is None  # the caller must ask instead
+    finally:
+        await client.close()
