@@ -732,12 +732,12 @@ class ClusterLog:
         """The stream told of record ``seq`` on ``subject`` as it stored it (the client's read loop:
         before the acknowledgement of any record stored later)."""
         told = self._told
-        if told and seq <= told[-1][0]:
-            return  # (a marker of the host group comes on both subscriptions)
+        followed = self._followed
+        if seq <= followed or (told and seq <= told[-1][0]):
+            return  # handed over already, or told twice (a marker of the host group comes on both subscriptions)
         group_token, _, channel_token = subject[len(self.core.subjects.prefix) + 1:].partition(".")
         group = untoken(group_token) or ""
         marker = channel_token == MARKER_TOKEN
-        followed = self._followed
         while told and told[0][0] <= followed:
             told.popleft()
         if (not marker and self._told_cleared and self._marked.get(group) == self.core.holder
