@@ -100,7 +100,8 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["REQUEST_NUMBERS", "Batch", "BatchDone", "FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
+__all__ = ["REQUEST_NUMBERS", "Batch", "BatchDone", "FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent",
+           "subscribe_at_once"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
@@ -192,6 +193,20 @@ async def flushed(client: Client) -> None:
     if write_pending is not None:
         await write_pending(force_flush=True)
     await client.flush()
+
+
+async def subscribe_at_once(client: Client, subject: str, take: Callable[[Msg], None]) -> Any:
+    """A subscription to ``subject`` whose messages are handed to ``take`` as the client's read
+    loop parses them, in the connection's order with every other reply and message that loop
+    hands on so (the fast sender's replies, the requests' futures set): its queue hands each on
+    as it is put (``Subscription._pending_queue``, the fast sender's fourth internal). None when
+    the client has no such queue (the caller must then not lean on that order)."""
+    subscription = await client.subscribe(subject, pending_msgs_limit=0, pending_bytes_limit=0)
+    if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
+        subscription._pending_queue = _HandOn(take, subscription)
+        return subscription
+    await subscription.unsubscribe()
+    return None
 
 
 def sender(client: Client, fast: bool = True) -> Sender:

@@ -142,7 +142,7 @@ from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
-from host.cluster._wire import REQUEST_NUMBERS, Batch, Sender, sender
+from host.cluster._wire import REQUEST_NUMBERS, Batch, Sender, flushed, sender, subscribe_at_once
 from host.cluster.consumer import HEARTBEAT, InOrder
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, channel_of, token, untoken
@@ -346,6 +346,10 @@ class JetStreamLog:
         self._ack_head = ack_head(stream)
         """What an acknowledgement of a message stored in the stream begins with (``_stored_seqs``)."""
         """How a batch leaves and its acknowledgement comes back (``host.cluster._wire``)."""
+        self.tells = False
+        """Whether the stream republishes each record on ``subjects.coarse`` as it stores it
+        (``told_config``) and the server is a single one: ``watch_told`` may then be trusted
+        (``connect`` sets it)."""
         self.on_lost: Callable[[str], None] = lambda group: None
         """Called with a group this process stopped owning (lease lost, fenced, or cut off)."""
 
@@ -373,9 +377,10 @@ class JetStreamLog:
         # duplicate_window: the server's default, written out (streams made before have it).
         config = api.StreamConfig(name=stream, subjects=[subjects.all], storage=api.StorageType.FILE,
                                   allow_atomic=True, allow_direct=True, max_age=max_age or None,
-                                  duplicate_window=min(DUPLICATE_WINDOW, max_age) if max_age else DUPLICATE_WINDOW)
+                                  duplicate_window=min(DUPLICATE_WINDOW, max_age) if max_age else DUPLICATE_WINDOW,
+                                  republish=told_config(subjects))
         try:
-            info = await js.add_stream(config)
+            info = await _opened(js, config)
         except APIError as error:
             raise LogError(f"cannot create the JetStream stream {stream}: {error}") from error
         bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
@@ -384,6 +389,7 @@ class JetStreamLog:
         log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout,
                   fast_wire=fast_wire, duplicate_window=info.config.duplicate_window or 0)
         await log._wire.start()
+        log.tells = info.config.republish == told_config(subjects) and not _clustered(client)
         log._renewer = asyncio.get_running_loop().create_task(log._renew_forever())
         return log
 
@@ -1103,6 +1109,57 @@ class JetStreamLog:
         self._wire.request_batches([(requests, "Ahp-Ask-N: ", 0, done)], self.timeout)
         return future
 
+    async def watch_told(self, subjects: Sequence[str], take: Callable[[int, str], None]) -> tuple[int, Callable[[], Awaitable[None]]] | None:
+        """Subscribe to ``subjects`` (of ``Subjects.told_of``/``told_markers``), where the stream
+        republishes each record as it stores it, and call ``take(seq, subject)`` with each
+        record's number and subject as the client's read loop parses it: before any reply that
+        came after it on the connection, the acknowledgement of a record stored later among them.
+        The server stores one record at a time and hands a stored record's republished copy and
+        then its acknowledgement to one queue, which one goroutine hands on in order to the
+        connections (nats-server's ``processJetStreamMsg`` and the stream's ``internalLoop``),
+        so a record stored before another reaches this connection first; and the client's read
+        loop hands them on in the order it parses them (``host.cluster._wire.subscribe_at_once``).
+
+        Returns ``(since, stop)``: every record numbered above ``since`` is taken, as long as the
+        connection of now lasts (``client.stats["reconnects"]`` unchanged; a record stored while
+        it was away is not: call again for a new ``since``); None when that cannot be relied on
+        (the stream does not republish: a stream made before, another server in a cluster; the
+        client lacks what ``subscribe_at_once`` leans on; not connected)."""
+        if not self.tells or not self.client.is_connected:
+            return None
+
+        def taken(message: Msg) -> None:
+            headers = message.headers or {}
+            try:
+                seq = int(headers.get("Nats-Sequence", "0"))
+            except ValueError:
+                return
+            take(seq, headers.get("Nats-Subject", ""))
+
+        stops: list[Callable[[], Awaitable[None]]] = []
+        try:
+            for subject in subjects:
+                subscription = await subscribe_at_once(self.client, subject, taken)
+                if subscription is None:
+                    break
+                stops.append(subscription.unsubscribe)
+            else:
+                await flushed(self.client)  # the server has them before it is asked for ``since``
+                since = await self.last_seq()
+
+                async def stop() -> None:
+                    for each in stops:
+                        with contextlib.suppress(Exception):
+                            await each()
+
+                return since, stop
+        except Exception as error:
+            logger.debug("watching the records told as stored failed: %s", error)
+        for each in stops:
+            with contextlib.suppress(Exception):
+                await each()
+        return None
+
     async def read_group(self, group: str, since: int, upto: int) -> list[Record]:
         """The records of ``group`` after ``since`` up to ``upto``, in order (the server sends only
         the group's: its subjects are indexed)."""
@@ -1255,6 +1312,44 @@ def _next_answer(reply: bytes | BaseException) -> tuple[int, str]:
     if error.get("code") == 404:
         return 0, ""
     raise LogError(f"the stream refused a question: {error.get('description') or answer}")
+
+
+def told_config(subjects: Subjects) -> api.RePublish:
+    """The stream's ``republish``: each record on ``subjects.coarse``, its headers only (its
+    number, its subject), on ``subjects.told`` (``watch_told``)."""
+    return api.RePublish(src=subjects.coarse, dest=f"{subjects.told}.{{{{wildcard(1)}}}}.{{{{wildcard(2)}}}}",
+                         headers_only=True)
+
+
+async def _opened(js: JetStreamContext, config: api.StreamConfig) -> api.StreamInfo:
+    """The stream made with ``config``; made before without its ``republish`` (the server opens a
+    stream again only with the configuration it was made with), opened so and then given it
+    (``update_stream``: only that differs); left without it should that fail (nothing is told as
+    stored then: ``watch_told`` gives None and the log asks)."""
+    try:
+        return await js.add_stream(config)
+    except APIError as error:
+        if error.err_code != _NAME_IN_USE or config.republish is None:
+            raise
+    republish, config.republish = config.republish, None
+    info = await js.add_stream(config)
+    config.republish = republish
+    try:
+        return await js.update_stream(config)
+    except APIError as error:
+        logger.info("the stream %s made before is not told as stored: %s", config.name, error)
+        return info
+
+
+def _clustered(client: Client) -> bool:
+    """Whether the server says it is one of a cluster (the order ``watch_told`` leans on is proven
+    for a single server only)."""
+    info = getattr(client, "_server_info", None)
+    return bool(client.discovered_servers) or not isinstance(info, dict) or bool(info.get("cluster"))
+
+
+_NAME_IN_USE = 10058
+"""The server's error code for a stream name in use with another configuration."""
 
 
 def ack_head(stream: str) -> bytes:

@@ -55,7 +55,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   sends the rest to no one here, and those groups' chats are held *partial* (without the text of
   their parts) until ``hold`` (optional too) loads them whole, at the point the follower reached,
   and the follower is made again from there with their streamed text. A claim loads its group
-  first in the same way.
+  first in the same way. The stream also tells each process, as it stores them, of the host
+  group's records and the owner markers (its ``republish``, headers only; ``_watch_told``), so
+  that ``caught_up`` for the root waits for the follower without asking the server.
 * ``await take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
   bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
   is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
@@ -105,10 +107,20 @@ from ahp.state.channels import channel_kind
 from host.cluster._wire import flushed
 from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
-from host.cluster.subjects import MARKER_TOKEN, group_of, is_shared, token, untoken
+from host.cluster.subjects import HOST_GROUP, MARKER_TOKEN, group_of, is_shared, token, untoken
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
+
+_TOLD_GROUPS = frozenset({HOST_GROUP})
+"""The groups whose records every process is told of as the stream stores them (``_watch_told``):
+the root's, which every client follows."""
+
+_TOLD_MOST = 65536
+"""Records told of and not handed over past which the watch is given up until the next reconnect."""
+
+_TOLD_WAIT = 0.5
+"""Seconds a frame waits for the follower to hand over a record told of before the server is asked."""
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +215,18 @@ class ClusterLog:
         self._caught_up_groups: tuple[frozenset[str] | None, int] = (None, 0)
         """The same for the records of some groups only (``caught_up`` given channels): those
         groups, and the number every such record below was handed over."""
+        self._told: deque[tuple[int, str, bool]] = deque()
+        """Records of the host group and owner markers the stream told of as it stored them
+        (``_take_told``): ``(seq, group, marker)``, in order, those the follower handed over
+        dropped as ``caught_up`` looks."""
+        self._told_since: int | None = None
+        """Every such record numbered above this is in ``_told`` (or was handed over), as long as
+        the connection it was learnt on lasts (``_told_on``); None: not known (``caught_up`` asks)."""
+        self._told_on = -1
+        """The client's reconnect count when ``_told_since`` was learnt."""
+        self._told_stop: Callable[[], Awaitable[None]] | None = None
+        self._told_cleared = False
+        """Whether the server said the follower handed over every such record up to ``_told_since``."""
         self._streamed: set[str] = set()
         """The groups whose streamed text the follower takes in (the server sends every other
         record of every group, and only these groups' streamed text)."""
@@ -609,6 +633,7 @@ class ClusterLog:
         self._partial.update(group for group, holder in self._marked.items() if holder != self.core.holder)
         await self._within(self._subscribe_follower())
         self._unfollow = self._stop_following
+        await self._within(self._watch_told())
 
     def _follow_subjects(self) -> list[str]:
         subjects = self.core.subjects
@@ -653,13 +678,121 @@ class ClusterLog:
         so the server is asked about those groups' subjects and every group's owner marker
         only (two questions for the root, where the follower's subjects would pass over every
         record of every other process's sessions and this process's own); once a marker is
-        found below ``seq`` (a group changing hands), about every subject the follower takes."""
+        found below ``seq`` (a group changing hands), about every subject the follower takes.
+
+        **Told in order, no question.** For the host group's channels (the root: every client
+        follows it), the server is not asked once the stream tells this process of each of the
+        group's records and each owner marker as it stores it (``_watch_told``): each such record
+        comes on this process's connection before the acknowledgement of any record stored after
+        it, so when a frame's acknowledgement is read, every one numbered below it that is not in
+        ``_told`` was handed over already, and the frame waits only for the follower to hand over
+        those told (``_follow_past``). It asks as above where that is not known: records numbered
+        up to where the watch began until an answer covered them, a marker told below ``seq`` and
+        not handed over, a connection made again since the watch began (until it is made again
+        too), a record told and not handed over within ``_TOLD_WAIT``, a stream that does not
+        republish (made before), a server in a cluster."""
         if not self._following or self._followed >= seq - 1 or seq <= self._caught_up_to or self._closing:
             return None
         groups = None if channels is None else frozenset(group_of(channel) for channel in channels)
         if groups is not None and groups == self._caught_up_groups[0] and seq <= self._caught_up_groups[1]:
             return None
+        if self._told_since is not None and groups and groups <= _TOLD_GROUPS:
+            told = self._told_below(seq, groups)
+            if told == 0:
+                return None
+            if told > 0:
+                return self._in_background(self._follow_past(told, seq, groups))
         return self._in_background(self._catch_up(seq, groups or None))
+
+    # -- the gate told in order: records of the host group and owner markers told as stored ----------
+
+    async def _watch_told(self) -> None:
+        """Learn of every record of the host group and every owner marker as the stream stores it
+        (``JetStreamLog.watch_told``), from a number on, so that ``caught_up`` for the root needs
+        no question to the server (``_told_below``); nothing when that cannot be relied on."""
+        self._told_since = None
+        stop, self._told_stop = self._told_stop, None
+        if stop is not None:
+            with contextlib.suppress(Exception):
+                await stop()
+        core = self.core
+        subjects = core.subjects
+        on = core.client.stats["reconnects"]
+        self._told.clear()  # (before: what is told from the subscription on counts)
+        self._told_cleared = False
+        watched = await core.watch_told([subjects.told_of(HOST_GROUP), subjects.told_markers], self._take_told)
+        if watched is None or self._closing:
+            return
+        since, self._told_stop = watched
+        self._told_on = on
+        if core.client.stats["reconnects"] == on:
+            self._told_since = since
+
+    def _take_told(self, seq: int, subject: str) -> None:
+        """The stream told of record ``seq`` on ``subject`` as it stored it (the client's read loop:
+        before the acknowledgement of any record stored later)."""
+        told = self._told
+        followed = self._followed
+        if seq <= followed or (told and seq <= told[-1][0]):
+            return  # handed over already, or told twice (a marker of the host group comes on both subscriptions)
+        group_token, _, channel_token = subject[len(self.core.subjects.prefix) + 1:].partition(".")
+        group = untoken(group_token) or ""
+        marker = channel_token == MARKER_TOKEN
+        while told and told[0][0] <= followed:
+            told.popleft()
+        if (not marker and self._told_cleared and self._marked.get(group) == self.core.holder
+                and not any(entry[2] for entry in told)):
+            return  # this process's own record (no marker before it left to hand over): the follower skips it
+        told.append((seq, group, marker))
+        if len(told) > _TOLD_MOST:
+            told.clear()
+            self._told_since = None  # (not followed for long: the server is asked again)
+
+    def _told_below(self, seq: int, groups: frozenset[str]) -> int:
+        """For the records of ``groups`` (the host group's) and the owner markers below ``seq``:
+        0 when the follower handed over every one it is to bring, the number of the last it must
+        hand over still when it has only to bring those it was told of, -1 when the server must
+        be asked (records below what the watch covers not known to be handed over, a marker
+        below ``seq`` not handed over: a group changing hands, or the connection the watch was
+        on gone)."""
+        since = self._told_since
+        if since is None or self.core.client.stats["reconnects"] != self._told_on:
+            self._told_since = None
+            return -1
+        if not self._told_cleared:
+            cleared = max(self._caught_up_to, self._caught_up_groups[1] if self._caught_up_groups[0] == groups else 0)
+            if cleared <= since:
+                return -1
+            self._told_cleared = True
+        told = self._told
+        followed = self._followed
+        while told and told[0][0] <= followed:
+            told.popleft()
+        holder = self.core.holder
+        wait = 0
+        for number, group, marker in told:
+            if number >= seq:
+                break
+            if marker:
+                return -1
+            if self._marked.get(group) != holder:  # (this process's own: the follower skips it)
+                wait = number
+        return wait
+
+    async def _follow_past(self, until: int, seq: int, groups: frozenset[str]) -> None:
+        """Wait for the follower to hand over record ``until`` (told as stored), and whatever else
+        ``_told_below`` then says; the server is asked when it does not come soon."""
+        try:
+            while until > 0 and not self._closing:
+                if self._followed < until:
+                    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                    self._catching.append((until, waiter))
+                    await asyncio.wait_for(waiter, _TOLD_WAIT)
+                until = self._told_below(seq, groups)
+        except TimeoutError:
+            until = -1
+        if until < 0:
+            await self._catch_up(seq, groups)
 
     def _groups_subjects(self, groups: frozenset[str]) -> list[str]:
         """The subjects of ``groups``' records the follower takes (their streamed text only for
@@ -843,6 +976,7 @@ class ClusterLog:
         over, and watch the leases again (a consumer of the server before a restart may be gone)."""
         if self._follow_take is not None:
             await self._follow_again()
+            await self._watch_told()
         if self._watch_stop is not None:
             with contextlib.suppress(Exception):
                 await self._watch_stop()
@@ -1289,6 +1423,8 @@ class ClusterLog:
                 await self._within(self._unwatch())
             if self._unfollow is not None:
                 await self._within(self._unfollow())
+            if self._told_stop is not None:
+                await self._within(self._told_stop())
             await self._within(core.close())
         finally:
             for task in list(self._background):

@@ -30,6 +30,12 @@ where a turn's records are (one per chunk); nothing but the text of a chat's par
 call's ``partialInput``) depends on it. Streams written before (streamed text on three tokens)
 read the same: a reader takes a channel from the token after the group's.
 
+**Told as stored.** The stream republishes each record on :attr:`Subjects.coarse`, its headers
+only (its number and subject), on ``<prefix>-told.<group token>.<channel token>``
+(:attr:`Subjects.told`), as it stores it: a process that subscribes there to a group's records and
+the owner markers learns of each before the acknowledgement of any record stored after it
+(``host.cluster.ordered_log``, the gate told in order).
+
 **A group's own channels in a short token.** Every record carries its subject twice over in the
 server's work (parsed, matched, indexed per subject, stored with the record), and a chat's URI
 holds its session's URI base64-encoded, so its token was the base64 of that again (over 100
@@ -138,6 +144,11 @@ class Subjects:
         self.all = f"{prefix}.>"
         self.coarse = f"{prefix}.*.*"
         """Every record but streamed text, of every group, and every marker."""
+        self.told = f"{prefix}-told"
+        """Where the stream republishes, headers only, each record on :attr:`coarse` once stored
+        (``<told>.<group token>.<channel token>``, the stream's ``republish``: no subject of the
+        stream's own, so no cycle): :meth:`told_of` and :meth:`told_markers` are what a process
+        subscribes to (``host.cluster.ordered_log``, the gate told in order)."""
         self._cache: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
         self._filters: dict[str, str] = {}
 
@@ -166,6 +177,15 @@ class Subjects:
                 self._filters.clear()
             known = self._filters[group] = f"{self.prefix}.{token(group)}.>"
         return known
+
+    def told_of(self, group: str) -> str:
+        """The subject where the stream republishes ``group``'s records but its streamed text."""
+        return f"{self.told}.{token(group)}.*"
+
+    @property
+    def told_markers(self) -> str:
+        """The subject where the stream republishes every group's owner marker."""
+        return f"{self.told}.*.{MARKER_TOKEN}"
 
     def marker(self, group: str) -> str:
         return f"{self.prefix}.{token(group)}.{MARKER_TOKEN}"

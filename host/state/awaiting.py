@@ -53,7 +53,9 @@ follows only channels run here is never held); otherwise, per batch of this proc
 whose number is past what the follower handed over (their own streamed text is not followed, so
 nearly every batch), a question or two to the log's server before they leave (``ClusterLog.caught_up``, asked
 about the groups of the channels run elsewhere that those connections follow, and the owner
-markers). Frames still leave in one order: while a batch waits, the frames
+markers), or, for the root's group, none: the log is told of its records and the markers as the
+stream stores them, before the acknowledgement of any later record, and its answer is at once
+(None) unless the follower has yet to hand over one of those it was told of. Frames still leave in one order: while a batch waits, the frames
 after it wait too (a connection may follow a gated channel and one that is not). The waits
 overlap: a batch numbered past what the waits under way were asked about is asked about at once
 (up to ``CHECKS`` at a time), not once the wait before it ended, so a frame waits about one round
