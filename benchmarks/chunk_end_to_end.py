@@ -58,6 +58,7 @@ import asyncio
 import contextlib
 import os
 import re
+import struct
 import sys
 import tempfile
 import time
@@ -337,7 +338,11 @@ class _Relay(asyncio.Protocol):
     message ``chunks=N`` streams a completion from the provider to it, one frame per chunk."""
 
     def __init__(self, sdk: Any, api: str = "openai-chat") -> None:
+        from websockets.protocol import State
         from websockets.server import ServerProtocol
+
+        global _OPEN
+        _OPEN = State.OPEN
 
         self.sdk = sdk
         self.api = api
@@ -348,6 +353,8 @@ class _Relay(asyncio.Protocol):
         self.tasks: set[asyncio.Task[None]] = set()
         self.streams = 0
         """Streams started on this connection: each has a channel of its own."""
+        self.plain = bool(os.environ.get("CHUNK_BENCH_PLAIN_FRAMES"))
+        """``--plain-frames``: each frame built as the host builds a plain one (``_plain_frame``)."""
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -380,6 +387,12 @@ class _Relay(asyncio.Protocol):
 
     def end_of_tick(self) -> None:
         tick, self.tick = self.tick or [], None
+        if self.plain and self.conn.state is _OPEN:
+            assert self.transport is not None
+            frames = [_plain_frame(message) for message in tick]
+            owed = self.conn.data_to_send()  # (what the protocol sends itself, normally nothing)
+            self.transport.write(b"".join(owed + frames if owed else frames))
+            return
         for message in tick:
             self.conn.send_text(message)
         self.flush()
@@ -416,6 +429,21 @@ class _Relay(asyncio.Protocol):
         self.seq += 1
         self.send(orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": {
             "channel": channel, "action": {"type": "chat/turnComplete", "turnId": "t"}, "serverSeq": self.seq}}))
+
+
+_OPEN: Any = None
+"""``websockets.protocol.State.OPEN`` (imported with the relay)."""
+
+
+def _plain_frame(message: bytes) -> bytes:
+    """The unmasked, unfragmented text frame of ``message`` (UTF-8 already), built as the host
+    builds a plain frame (``host.transport.shared_frames.text_frame``, less the encoding)."""
+    length = len(message)
+    if length < 126:
+        return bytes((0x81, length)) + message
+    if length < 65536:
+        return struct.pack("!BBH", 0x81, 126, length) + message
+    return struct.pack("!BBQ", 0x81, 127, length) + message
 
 
 def _request(api: str, text: str) -> tuple[str, dict[str, Any]]:
@@ -487,8 +515,12 @@ def main() -> None:
     parser.add_argument("--spread", type=int, default=0, metavar="G",
                         help="with --sessions: each step's chunks written G at a time, each group once the client saw "
                              "the one before (G chunks per tick instead of N)")
+    parser.add_argument("--plain-frames", action="store_true",
+                        help="the relay builds each text frame as the host builds a plain one, not with websockets' send_text")
     args = parser.parse_args()
     require_valgrind()
+    if args.plain_frames:
+        os.environ["CHUNK_BENCH_PLAIN_FRAMES"] = "1"  # (the relay's child reads it)
     sessions = max(1, args.sessions)
     group = min(args.spread, sessions) if args.spread > 0 else 0
     each = max(2, 300 // sessions)
@@ -506,7 +538,8 @@ def main() -> None:
         ("relay", "host") if args.side == "both" else (args.side,),
         lambda side, n: _count(side, n // sessions, args.protocol, args.cluster, args.provider, sessions, group),
         short * sessions, long * sessions, width=100, labels={
-            "relay": "minimal relay: SDK raw SSE + orjson, one orjson.dumps, websockets framing, one write per tick",
+            "relay": "minimal relay: SDK raw SSE + orjson, one orjson.dumps, "
+                     f"{'plain frames' if args.plain_frames else 'websockets framing'}, one write per tick",
             "host": "host: provider → turn → store (journal committed) → WebSocket frame"})
     print(f"load average after the run: {machine_note()}")
 
