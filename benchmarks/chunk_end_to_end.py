@@ -2,7 +2,7 @@
 in, the AHP frame written to a subscribed client, at a model's pace.
 
     .venv/bin/python benchmarks/chunk_end_to_end.py [--chunks 300,900] [--protocol 0.9.0] [--side both] [--cluster]
-        [--provider openai-chat|anthropic|openai-responses]
+        [--provider openai-chat|anthropic|openai-responses] [--sessions N [--spread G]] [--plain-frames]
 
 Issue 32's first goal: the host's instructions per chunk at most 1.5 times a minimal relay's. Each
 side runs in its own process under valgrind's callgrind (user-space instructions, all threads of
@@ -43,6 +43,21 @@ machine): an idle host costs about 0.8 million instructions a second, a cluster 
 1.6 million; while streaming, measured with a longer pause (``CHUNK_BENCH_PAUSE``), 0.87 and
 2.5 million, so some 10,000 and 34,000 a chunk; under heavy load a cluster run can lose its lease
 under valgrind and stop, saying the client saw fewer chunks (run it again). Needs ``valgrind``.
+
+``--sessions N`` (issue 32's capacity as an instruction count): N sessions stream at once, in lock
+step: the client creates N sessions (the relay: the peer asks for N streams on its one
+connection), each step the server writes chunk ``i`` of every session's stream and the next step
+waits until the client received all N frames, so a tick carries N chunks as at load (one client
+subscribed to all of them, as in ``capacity.py``; the relay writes a tick's frames with one write,
+as the host does). Turns are ``M`` and ``3M`` chunks in each session (``M = 300 / N``, at least 2),
+after an untimed turn of 5 in each; the figure is the difference over ``2M * N`` chunks. What a
+chunk costs once per tick (the loop's poll, the commit, the write) is then shared by N chunks; what
+it costs per session (its socket's read, the HTTP client, the SSE reader and translator, the turn,
+the store's dispatch, the frame) is not. ``--spread G``: each step's N chunks written G at a time,
+each group once the client saw the one before, so a tick carries G chunks among N streaming
+sessions. ``--plain-frames``: the relay builds each frame as the host builds a plain one (a
+header and the bytes) instead of with ``websockets``' ``send_text``, which costs it some 9,000
+instructions a chunk more than the host's framing (``benchmarks/README.md``).
 
 Environment: ``CHUNK_BENCH_PAUSE=SECONDS``, the fake provider's pause (``PAUSE``);
 ``CHUNK_BENCH_WALL=FILE``, each measured turn's chunks and wall seconds appended to FILE;

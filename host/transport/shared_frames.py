@@ -73,7 +73,7 @@ class SharedFrames:
             # ``text_frame`` of each, inlined for frames under 64 KiB (a streamed chunk's envelope:
             # 126 bytes and more, nearly always): one call fewer per frame of a tick carrying many
             # sessions' frames.
-            built = []
+            built: list[bytes] = []
             add, pack = built.append, HEAD_16.pack
             for text in texts:
                 data = text.encode()
