@@ -389,8 +389,15 @@ class _Relay(asyncio.Protocol):
                 self.streams += 1
                 task = asyncio.get_running_loop().create_task(self.stream(bytes(event.data).decode(), channel))
                 self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
+                task.add_done_callback(self.ended)
         self.flush()
+
+    def ended(self, task: asyncio.Task[None]) -> None:
+        """A stream's end; one that failed stops the benchmark (the peer would wait for it forever)."""
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            print(f"a relay stream failed: {task.exception()!r}", file=sys.stderr, flush=True)
+            os._exit(3)
 
     def send(self, message: bytes) -> None:
         """Queue ``message``; the tick's messages are framed and written with one write at its end."""
@@ -472,15 +479,18 @@ def _request(api: str, text: str) -> tuple[str, dict[str, Any]]:
 
 
 def _sdk(api: str, base_url: str) -> Any:
-    """The vendor SDK's client on ``base_url``, on the aiohttp client the host's providers use."""
+    """The vendor SDK's client on ``base_url``, on the aiohttp client the host's providers use, with
+    the host's providers' timeout (600 s, connecting too: under valgrind, N streams opening their
+    connections at once can take more than the SDK's default 5 s to connect)."""
     if api == "anthropic":
         import anthropic
 
-        return anthropic.AsyncAnthropic(api_key="bench", base_url=base_url, max_retries=0,
+        return anthropic.AsyncAnthropic(api_key="bench", base_url=base_url, max_retries=0, timeout=600.0,
                                         http_client=anthropic.DefaultAioHttpClient())
     import openai
 
-    return openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
+    return openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, timeout=600.0,
+                              http_client=openai.DefaultAioHttpClient())
 
 
 async def _relay(chunks: int, api: str, drive: Any = _turns) -> None:
