@@ -209,8 +209,14 @@ async def _peer(api: str) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     mode, url, *rest = (await reader.readline()).decode().split()
     if mode == "host":
+        import client._connection as connection
         from client import AhpClient
 
+        # No keep-alive pings from the client: a tick of N sessions' turn starts under callgrind
+        # can keep the measured process from answering one for more than websockets' 20 s, and
+        # the client would then close the connection (the lock step waiting forever).
+        opening = connection.connect
+        connection.connect = lambda *args, **options: opening(*args, ping_interval=None, **options)  # type: ignore[assignment]
         protocol = rest[0]
         ends = ("turnComplete", "turnCancelled", "/error")
 
@@ -255,7 +261,7 @@ async def _peer(api: str) -> None:
     import orjson
     from websockets.asyncio.client import connect
 
-    async with connect(url, max_size=None, compression=None) as ws:
+    async with connect(url, max_size=None, compression=None, ping_interval=None) as ws:  # (pings: see above)
         print("ready", flush=True)
         while line := (await reader.readline()).decode().split():
             if line[0] == "sessions":
