@@ -375,7 +375,7 @@ class _Relay(asyncio.Protocol):
         self.seq = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self.streams = 0
-        """Streams started on this connection: each has a channel of its own."""
+        """Streams running on this connection: each has a channel of its own (by its place among them)."""
         self.plain = bool(os.environ.get("CHUNK_BENCH_PLAIN_FRAMES"))
         """``--plain-frames``: each frame built as the host builds a plain one (``_plain_frame``)."""
 
@@ -391,11 +391,7 @@ class _Relay(asyncio.Protocol):
             if isinstance(event, Request):
                 self.conn.send_response(self.conn.accept(event))
             elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:  # a turn to stream: ``stream``
-                if not self.tasks:
-                    self.streams = 0
-                channel = RELAY_CHAT if self.streams == 0 else f"{RELAY_CHAT}{self.streams}"
-                self.streams += 1
-                task = asyncio.get_running_loop().create_task(self.stream(bytes(event.data).decode(), channel))
+                task = asyncio.get_running_loop().create_task(self.stream(bytes(event.data).decode()))
                 self.tasks.add(task)
                 task.add_done_callback(self.ended)
         self.flush()
@@ -433,7 +429,15 @@ class _Relay(asyncio.Protocol):
         if data:
             self.transport.write(b"".join(data))
 
-    async def stream(self, text: str, channel: str = RELAY_CHAT) -> None:
+    async def stream(self, text: str) -> None:
+        index = self.streams
+        self.streams += 1
+        try:
+            await self._stream(text, RELAY_CHAT if index == 0 else f"{RELAY_CHAT}{index}")
+        finally:
+            self.streams -= 1
+
+    async def _stream(self, text: str, channel: str) -> None:
         import orjson
 
         from benchmarks._bare_sdk import open_raw, sse_data
