@@ -245,21 +245,24 @@ async def serve_chat(respond: Respond, *, model: str = "bench", api: str = "open
     return server, root if api == "anthropic" else f"{root}/v1"
 
 
-def agent_toml(base_url: str, model: str, *, context_window: int | None = None, api: str = "openai-chat") -> str:
-    """The ``bench`` agent: ``api``'s agent kind on the server at ``base_url``, offering ``model``."""
+def agent_toml(base_url: str, model: str, *, context_window: int | None = None, api: str = "openai-chat",
+               stall_timeout: float | None = None) -> str:
+    """The ``bench`` agent: ``api``'s agent kind on the server at ``base_url``, offering ``model``
+    (``stall_timeout``: the agent's, when given)."""
     window = "" if context_window is None else f", context_window = {context_window}"
+    stall = "" if stall_timeout is None else f"stall_timeout = {stall_timeout}\n"
     return (f'[agents.bench]\nkind = "{KINDS[api]}"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-            f'title = "first-words"\nmodels = [{{id = "{model}"{window}}}]\n')
+            f'title = "first-words"\n{stall}models = [{{id = "{model}"{window}}}]\n')
 
 
 def host_config(data_dir: str, base_url: str, model: str, token: str, *, context_window: int | None = None,
-                cluster: str | None = None, api: str = "openai-chat") -> Any:
-    """A host's configuration with the ``bench`` agent (of ``api``), its file written in
-    ``data_dir``; with ``cluster`` (a NATS URL) a process of that cluster."""
+                cluster: str | None = None, api: str = "openai-chat", stall_timeout: float | None = None) -> Any:
+    """A host's configuration with the ``bench`` agent (of ``api``, with ``stall_timeout`` when
+    given), its file written in ``data_dir``; with ``cluster`` (a NATS URL) a process of that cluster."""
     from host.config import load_config
 
     path = Path(data_dir) / "bench.toml"
-    path.write_text(agent_toml(base_url, model, context_window=context_window, api=api))
+    path.write_text(agent_toml(base_url, model, context_window=context_window, api=api, stall_timeout=stall_timeout))
     overrides: dict[str, Any] = {"server": {"port": 0, "data_dir": data_dir, "token": token},
                                  "sessions": {"offline_agent": False}}
     if cluster is not None:

@@ -4,6 +4,7 @@ same bytes, and a connection cut mid-body raises what the SDKs' error mapping kn
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 
 import anthropic
@@ -12,7 +13,7 @@ import openai
 import pytest
 
 from providers import AnthropicProvider, OpenAIChatProvider, ProviderUnavailableError, UserMessage
-from providers._body_bytes import body_reader
+from providers._body_bytes import _alone, body_reader
 from providers._request_body import open_stream
 from providers.messages import ModelRequest
 
@@ -43,7 +44,7 @@ async def test_the_openai_aiohttp_client_is_read_from_aiohttps_reader() -> None:
             body, way = await read_all(await open_stream(client, "/chat/completions", {"model": "m"}))
         finally:
             await client.close()
-    assert (body, way) == (BODY, "readany")
+    assert (body, way) == (BODY, "readany_alone")
 
 
 async def test_the_anthropic_aiohttp_client_is_read_from_aiohttps_reader() -> None:
@@ -55,7 +56,7 @@ async def test_the_anthropic_aiohttp_client_is_read_from_aiohttps_reader() -> No
             body, way = await read_all(await open_stream(client, "/v1/messages", {"model": "m"}))
         finally:
             await client.close()
-    assert (body, way) == (sent, "readany")
+    assert (body, way) == (sent, "readany_alone")
 
 
 async def test_a_plain_httpx_client_is_read_the_plain_way() -> None:
@@ -77,6 +78,36 @@ async def test_a_content_encoded_body_is_read_the_plain_way_and_decoded() -> Non
         finally:
             await client.close()
     assert (body, way) == (BODY, "read")
+
+
+async def test_a_body_larger_than_aiohttps_buffer_read_slowly_arrives_whole() -> None:
+    # The reader falls behind: aiohttp's buffer passes its high-water mark and pauses the socket, reads
+    # find several pieces waiting (``readany``'s way), and reading resumes once the buffer drained.
+    sent = chat_sse(*(f"{index:05d}" + "x" * 2000 for index in range(1500)))
+    async with FakeProviderServer([Reply(200, sent)], base_path="/v1") as server:
+        client = openai_client(server.base_url)
+        try:
+            response = await open_stream(client, "/chat/completions", {"model": "m"})
+            read, errors = body_reader(response)
+            out, reads = b"", 0
+            with errors:
+                while chunk := await read():
+                    out += chunk
+                    reads += 1
+                    if reads < 5:
+                        await asyncio.sleep(0.05)
+            await response.aclose()
+        finally:
+            await client.close()
+    assert len(sent) > 1 << 20 and out == sent and read.__name__ == "readany_alone"
+
+
+def test_a_stream_reader_without_the_expected_internals_is_read_with_readany() -> None:
+    class Reader:  # another aiohttp's reader: readany, but not the internals the short way reads
+        async def readany(self) -> bytes:
+            return b""
+
+    assert _alone(Reader()) is None
 
 
 @pytest.mark.parametrize("aiohttp", [True, False], ids=["aiohttp-reader", "plain-httpx"])

@@ -72,3 +72,10 @@ async def test_a_connection_alone_gets_its_frames_built_uncached_and_several_sha
     shared.users = 2
     first = shared.frames([text])
     assert first == alone[:1] and shared.frames([text])[0] is first[0]
+
+
+def test_a_connection_alones_frames_of_a_tick_are_what_websockets_sends_in_every_length_form() -> None:
+    shared = SharedFrames()
+    shared.users = 1
+    texts = ["x" * length for length in (0, 125, 126, 65535, 65536)] + ["é" * 100]
+    assert shared.frames(texts) == [_websockets_frame(text) for text in texts]
