@@ -2,7 +2,7 @@
 in, the AHP frame written to a subscribed client, at a model's pace.
 
     .venv/bin/python benchmarks/chunk_end_to_end.py [--chunks 300,900] [--protocol 0.9.0] [--side both] [--cluster]
-        [--provider openai-chat|anthropic|openai-responses] [--sessions N [--spread G]] [--plain-frames]
+        [--provider openai-chat|anthropic|openai-responses] [--sessions N [--spread G]] [--websockets-frames]
 
 Issue 32's first goal: the host's instructions per chunk at most 1.5 times a minimal relay's. Each
 side runs in its own process under valgrind's callgrind (user-space instructions, all threads of
@@ -28,10 +28,15 @@ that process: the journal's commits and worker threads count), the others native
   fastest way (``benchmarks/_bare_sdk.py``: the raw response, lines split, ``orjson.loads`` of each
   ``data`` line), the text picked out of the event where that API puts it, per chunk one
   envelope-shaped dict (what the host sends a 0.9.0 client: ``action`` notification,
-  ``channel``, ``serverSeq``, the ``chat/delta``) encoded with one ``orjson.dumps``, framed by the
-  ``websockets`` Sans-I/O protocol (the stack uvicorn's ``websockets-sansio``, and so the host, is
-  built on) on a plain asyncio transport, the tick's frames written with one ``transport.write``
-  at the end of the tick. No state, no journal, no ASGI.
+  ``channel``, ``serverSeq``, the ``chat/delta``) encoded with one ``orjson.dumps``, each text
+  framed as the host frames a plain one (a header and the bytes: the host's own trick, so the
+  baseline uses it too) on a plain asyncio transport whose handshake the ``websockets`` Sans-I/O
+  protocol answers (the stack uvicorn's ``websockets-sansio``, and so the host, is built on), the
+  tick's frames written with one ``transport.write`` at the end of the tick. No state, no
+  journal, no ASGI. ``--websockets-frames``: the frames made by ``websockets``' ``send_text``
+  instead, as the relay did before 2026-12-08: some 9,000 instructions a chunk more at one
+  session, 47,000 at 200 (``benchmarks/README.md``, "at N sessions in lock step"), which made the
+  host's ratio look better than it is.
 
 Each side streams one untimed turn (imports, first-use caches), then, with callgrind's
 instrumentation on, one turn of ``N`` chunks; run for the two ``--chunks`` counts, the difference
@@ -55,9 +60,7 @@ chunk costs once per tick (the loop's poll, the commit, the write) is then share
 it costs per session (its socket's read, the HTTP client, the SSE reader and translator, the turn,
 the store's dispatch, the frame) is not. ``--spread G``: each step's N chunks written G at a time,
 each group once the client saw the one before, so a tick carries G chunks among N streaming
-sessions. ``--plain-frames``: the relay builds each frame as the host builds a plain one (a
-header and the bytes) instead of with ``websockets``' ``send_text``, which costs it some 9,000
-instructions a chunk more than the host's framing (``benchmarks/README.md``).
+sessions.
 
 Environment: ``CHUNK_BENCH_PAUSE=SECONDS``, the fake provider's pause (``PAUSE``);
 ``CHUNK_BENCH_WALL=FILE``, each measured turn's chunks and wall seconds appended to FILE;
@@ -376,8 +379,9 @@ class _Relay(asyncio.Protocol):
         self.tasks: set[asyncio.Task[None]] = set()
         self.streams = 0
         """Streams running on this connection: each has a channel of its own (by its place among them)."""
-        self.plain = bool(os.environ.get("CHUNK_BENCH_PLAIN_FRAMES"))
-        """``--plain-frames``: each frame built as the host builds a plain one (``_plain_frame``)."""
+        self.plain = not os.environ.get("CHUNK_BENCH_WEBSOCKETS_FRAMES")
+        """Each frame built as the host builds a plain one (``_plain_frame``); not with
+        ``--websockets-frames``."""
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -552,12 +556,13 @@ def main() -> None:
     parser.add_argument("--spread", type=int, default=0, metavar="G",
                         help="with --sessions: each step's chunks written G at a time, each group once the client saw "
                              "the one before (G chunks per tick instead of N)")
-    parser.add_argument("--plain-frames", action="store_true",
-                        help="the relay builds each text frame as the host builds a plain one, not with websockets' send_text")
+    parser.add_argument("--websockets-frames", action="store_true",
+                        help="the relay frames each text with websockets' send_text, not as the host frames a plain one "
+                             "(the relay before 2026-12-08)")
     args = parser.parse_args()
     require_valgrind()
-    if args.plain_frames:
-        os.environ["CHUNK_BENCH_PLAIN_FRAMES"] = "1"  # (the relay's child reads it)
+    if args.websockets_frames:
+        os.environ["CHUNK_BENCH_WEBSOCKETS_FRAMES"] = "1"  # (the relay's child reads it)
     sessions = max(1, args.sessions)
     group = min(args.spread, sessions) if args.spread > 0 else 0
     each = max(2, 300 // sessions)
@@ -576,7 +581,7 @@ def main() -> None:
         lambda side, n: _count(side, n // sessions, args.protocol, args.cluster, args.provider, sessions, group),
         short * sessions, long * sessions, width=100, labels={
             "relay": "minimal relay: SDK raw SSE + orjson, one orjson.dumps, "
-                     f"{'plain frames' if args.plain_frames else 'websockets framing'}, one write per tick",
+                     f"{'websockets framing' if args.websockets_frames else 'plain frames'}, one write per tick",
             "host": "host: provider → turn → store (journal committed) → WebSocket frame"})
     print(f"load average after the run: {machine_note()}")
 
