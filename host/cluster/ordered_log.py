@@ -355,16 +355,10 @@ class ClusterLog:
         self._tick.append(item)
         self._only_actions = False
 
-    def _end_of_tick(self) -> None:
-        """The end of the tick that began gathering ``_tick`` (``host.state.tick_end``): hand it
-        to the core (``flush``), in the same loop iteration as the appends, before the loop polls;
-        or, once, at the end of the next iteration (``commit_with_next_step``)."""
-        if self._next_step_joins:
-            self._next_step_joins = False
-            if self._tick:
-                at_tick_end(self._end_of_tick)  # (asked for while tick-end callbacks run: the next poll's)
-                return
-        self.flush()
+    def flush(self) -> None:
+        """Hand the tick to the core now (``_end_of_tick``'s work, whatever ``commit_with_next_step`` asked)."""
+        self._next_step_joins = False
+        self._end_of_tick()
 
     def commit_with_next_step(self) -> None:
         """What the callbacks this iteration queued append (a turn's task's next step, queued
@@ -374,12 +368,20 @@ class ClusterLog:
         if self._tick:
             self._next_step_joins = True
 
-    def flush(self) -> None:
-        """Hand the tick to the core. When every group of the tick is owned already and no claim
-        is under way (a tick's, or a takeover's still catching up: the common case has none), the
-        records are queued and sent at once and the acknowledgements counted by callbacks
-        (``_Tick``); otherwise a task claims first (``_send``). Either way ``_finish`` resolves
-        the tick's futures once every record is acknowledged or failed."""
+    def _end_of_tick(self) -> None:
+        """The end of the tick that began gathering ``_tick`` (``host.state.tick_end``: in the
+        same loop iteration as its appends, before the loop polls; or, once, at the end of the
+        next iteration, ``commit_with_next_step``): hand it to the core. When every group of the
+        tick is owned already and no claim is under way (a tick's, or a takeover's still catching
+        up: the common case has none), the records are queued and sent at once and the
+        acknowledgements counted by callbacks (``_Tick``); otherwise a task claims first
+        (``_send``). Either way ``_finish`` resolves the tick's futures once every record is
+        acknowledged or failed."""
+        if self._next_step_joins:
+            self._next_step_joins = False
+            if self._tick:
+                at_tick_end(self._end_of_tick)  # (asked for while tick-end callbacks run: the next poll's)
+                return
         if not self._tick:
             return
         items, self._tick = self._tick, []
