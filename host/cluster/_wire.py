@@ -81,7 +81,8 @@ several when one read holds exactly its replies, in order (``_took_acks``: what 
 compared whole with the text those replies would make, from the first one's number, with a
 template kept per count, subscription id and size; one comparison instead of cutting the read
 into pieces and the acknowledgements into numbers, about 64,000 instructions a read of ten).
-Anything else is read as before and handed over as the replies' payloads.
+Anything else is read as before and handed over as the replies' payloads. ``request_batches``
+takes ``acks`` too (each batch's replies alike; the plain sender hands each reply as it is).
 
 ``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
 one (``fast=False`` asks for the plain one: the tests run the log on both).
@@ -147,18 +148,20 @@ class Sender(Protocol):
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         """Publish ``messages`` in order, the last as a request; ``done`` gets its reply's payload."""
 
-    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
+    def request_batches(self, batches: Sequence[Batch], timeout: float, acks: bytes = b"") -> None:
         """Send each request of each batch as a request of its own, in order, all in one write
         where the client allows; each batch's ``done(replies)`` once all of its replies (or
-        errors) are in."""
+        errors) are in (a ``range`` of numbers when ``acks`` is given, as ``write_batch``'s)."""
 
     def reserve(self) -> str | None:
         """A call framed by the caller (``write_batch``): its reply subject prefix, or None where
         this sender does not take such calls (the plain one) or the client is not connected."""
 
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"",
+                    since: float | None = None) -> None:
         """Write the requests the caller framed after ``reserve`` gave their reply prefix
-        (``done`` may get a ``range`` of numbers when ``acks`` is given: ``FastSender.write_batch``)."""
+        (``done`` may get a ``range`` of numbers when ``acks`` is given; ``since``, the loop's
+        time when the caller read it: ``FastSender.write_batch``)."""
 
     @property
     def max_payload(self) -> int:
@@ -228,7 +231,8 @@ class PlainSender:
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         asyncio.ensure_future(self._send(messages, timeout, done))
 
-    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
+    def request_batches(self, batches: Sequence[Batch], timeout: float, acks: bytes = b"") -> None:
+        # (``acks`` asks for a range where the replies allow: each reply as it is here.)
         for requests, name, first, done in batches:
             call = _Call(done, len(requests), 0, 0.0)
             for index, request in enumerate(requests):
@@ -239,7 +243,8 @@ class PlainSender:
     def reserve(self) -> str | None:
         return None  # (the client frames every message itself here: ``request_batches``)
 
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"",
+                    since: float | None = None) -> None:
         raise NotImplementedError("the plain sender takes no framed commands (its reserve gives None)")
 
     @property
@@ -265,8 +270,11 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._reserved = ""
-        """The call number the last ``reserve`` took (``write_batch``'s)."""
+        self._reserved = b""
+        """The call number the last ``reserve`` took, as its replies' subjects carry it (``write_batch``'s)."""
+        self.max_payload = 0
+        """The server's limit on a message's headers and payload together (bytes), as the client
+        knew it at the last ``reserve`` (the server's ``INFO`` at each connect)."""
         self._waiting: dict[bytes, _Call] = {}
         """The calls waiting for replies, by their number (ASCII): request ``i`` of call ``c`` has
         the reply subject ``<inbox>c-i`` (``i`` counted from the call's ``base``)."""
@@ -322,7 +330,8 @@ class FastSender:
         if self._sweep is None or deadline < self._sweep_at:
             self._arm(loop, deadline)
 
-    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
+    def request_batches(self, batches: Sequence[Batch], timeout: float, acks: bytes = b"") -> None:
+        """(``acks``: as ``write_batch``'s, for each batch's replies.)"""
         client = self.client
         if not client.is_connected or client._transport is None:
             for requests, _, _, done in batches:
@@ -342,7 +351,7 @@ class FastSender:
                 return
             calls = self._calls = self._calls + 1
             key = str(calls)
-            self._waiting[key.encode()] = _Call(done, 1, first, deadline)
+            self._waiting[key.encode()] = _Call(done, 1, first, deadline, acks)
             self._write_now(f"HPUB {request[0]} {self._inbox}{key}-{number} {head} {size}\r\n"
                             f"NATS/1.0\r\n{lines}\r\n{name}{number}\r\n\r\n{payload}\r\n".encode())
             if self._sweep is None or deadline < self._sweep_at:
@@ -356,7 +365,7 @@ class FastSender:
         refused: list[_Call] | None = None
         for requests, name, first, done in batches:
             calls += 1
-            call = _Call(done, len(requests), first, deadline)
+            call = _Call(done, len(requests), first, deadline, acks)
             key = str(calls)
             reply = f"{inbox}{key}-"
             waiting[key.encode()] = call
@@ -392,16 +401,14 @@ class FastSender:
         client = self.client
         if not client.is_connected or client._transport is None:
             return None
+        self.max_payload = client._max_payload
         self._calls += 1
-        self._reserved = str(self._calls)
-        return f"{self._inbox}{self._reserved}-"
+        number = str(self._calls)
+        self._reserved = number.encode()
+        return f"{self._inbox}{number}-"
 
-    @property
-    def max_payload(self) -> int:
-        """The server's limit on a message's headers and payload together (bytes)."""
-        return int(self.client._max_payload)
-
-    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"") -> None:
+    def write_batch(self, commands: str, count: int, done: BatchDone, timeout: float, acks: bytes = b"",
+                    since: float | None = None) -> None:
         """Write ``commands``, ``count`` requests the caller framed itself (the protocol's
         ``HPUB <subject> <reply> <header size> <total size>`` lines, each followed by its header
         block and payload), request ``i`` replying on the last ``reserve``'s prefix followed by
@@ -413,11 +420,10 @@ class FastSender:
         replies come in one read, in order, each ``acks``, digits and ``}``, the numbers one after
         another, ``done`` gets a ``range`` of those numbers instead of the list of payloads
         (``_took_acks``: what arrived is compared whole with what those replies would be, so
-        nothing else is read, nor taken)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        call = _Call(done, count, 0, deadline)
-        call.acks = acks
-        self._waiting[self._reserved.encode()] = call
+        nothing else is read, nor taken). ``since``: the event loop's time now, when the caller
+        read it already (the deadline is ``timeout`` after it)."""
+        deadline = (asyncio.get_running_loop().time() if since is None else since) + timeout
+        self._waiting[self._reserved] = _Call(done, count, 0, deadline, acks)
         self._write_now(commands.encode())
         if self._sweep is None or deadline < self._sweep_at:
             self._arm(asyncio.get_running_loop(), deadline)
@@ -533,7 +539,10 @@ class FastSender:
                     call.left -= 1
                     if not call.left:
                         del self._waiting[key]
-                        call.finish()
+                        try:  # (``call.finish()``, inline: this runs per streamed chunk)
+                            call.done(call.replies)
+                        except Exception:
+                            logger.exception("handling the replies to a batch of requests failed")
             stats = self.client.stats
             stats["in_msgs"] += 1
             stats["in_bytes"] += size
@@ -708,13 +717,13 @@ class _Call:
 
     __slots__ = ("done", "replies", "left", "base", "deadline", "acks")
 
-    def __init__(self, done: BatchDone, count: int, base: int, deadline: float) -> None:
+    def __init__(self, done: BatchDone, count: int, base: int, deadline: float, acks: bytes = b"") -> None:
         self.done = done
         self.replies: list[bytes | BaseException] = [_NO_REPLY] * count
         self.left = count
         self.base = base
         self.deadline = deadline
-        self.acks = b""
+        self.acks = acks
         """``write_batch``'s ``acks``: replies that are plain numbers may be handed over as a range."""
 
     def take(self, index: int, reply: bytes | BaseException) -> None:

@@ -191,6 +191,8 @@ _ZERO_SEQ_END = ',"serverSeq":0}'
 """How an envelope's JSON ends when ``serverSeq`` is its last key, 0 (not numbered yet): only a
 top-level last member can end the text so (a quote inside a string is escaped)."""
 _ZERO_SEQ_CUT = len(_ZERO_SEQ_END)
+_MOST_TOLD = min(BATCH_LIMIT, len(REQUEST_NUMBERS))
+"""The most records ``send_told`` sends in one batch."""
 _DECIMAL_COUNT = 4096
 _DECIMALS = tuple(map(str, range(_DECIMAL_COUNT)))
 """Numbers as text, looked up for a command's sizes (an int's formatting costs about 700
@@ -669,7 +671,7 @@ class JetStreamLog:
         to ``queue_tick``. A refusal or a lost acknowledgement is worked out as ``queue_tick``'s
         (the tick counted as a :class:`Counted`)."""
         count = len(entries)
-        if not count or count > BATCH_LIMIT or count > len(REQUEST_NUMBERS):
+        if not 0 < count <= _MOST_TOLD:
             return False
         subjects = self._subjects
         channel = entries[0][1]
@@ -690,9 +692,6 @@ class JetStreamLog:
         clock = -1
         middle = ""
         heads = 0
-        decimals = _DECIMALS
-        decimal_count = _DECIMAL_COUNT
-        dumps = orjson.dumps
         last_channel = channel
         # One loop per record from the tick to the command's text: what it costs is paid per
         # streamed chunk (no call but orjson's and ``rpartition``; the sizes' text looked up,
@@ -704,7 +703,7 @@ class JetStreamLog:
                 if known[0][1] != group:
                     return False
             try:  # ``encode``, its usual way inlined (a call less per record)
-                text = dumps(body).decode()
+                text = orjson.dumps(body).decode()
             except TypeError:  # a key that is not a str, an int past 64 bits: ``encode``'s other ways
                 text = encode(body)
             else:
@@ -726,14 +725,15 @@ class JetStreamLog:
             size = head + 1 + (len(stem) if stem.isascii() else len(stem.encode()))
             if size > limit:
                 return False
-            frames.append(f"HPUB {subject} {reply}{number} {decimals[head] if head < decimal_count else head} "
-                          f"{decimals[size] if size < decimal_count else size}{middle}{number}\r\n\r\n{stem}}}\r\n")
+            frames.append(f"HPUB {subject} {reply}{number} {_DECIMALS[head] if head < _DECIMAL_COUNT else head} "
+                          f"{_DECIMALS[size] if size < _DECIMAL_COUNT else size}{middle}{number}\r\n\r\n{stem}}}\r\n")
             stems.append(stem)
         self._batches += 1
         state.sending = True
-        wire.write_batch("".join(frames), count, functools.partial(
-            self._acked_told, group, state, entries, stems, tick, batch_id, state.last,
-            asyncio.get_running_loop().time()), self.timeout, self._ack_head)
+        left_at = asyncio.get_running_loop().time()
+        wire.write_batch(frames[0] if count == 1 else "".join(frames), count, functools.partial(
+            self._acked_told, group, state, entries, stems, tick, batch_id, state.last, left_at),
+            self.timeout, self._ack_head, left_at)
         return True
 
     def _acked_told(self, group: str, state: _Group, entries: Sequence[Entry], stems: list[str], tick: Told,
@@ -816,8 +816,8 @@ class JetStreamLog:
             batch_id = f"{self._batch_prefix}{self._batches}"
             batches.append((batch, f"{state.fence}\r\n{MSG_ID}: {batch_id}.", 0, functools.partial(
                 self._acked, group, state, batch, batch_id, state.last, left_at)))
-        if batches:
-            self._wire.request_batches(batches, self.timeout)
+        if batches:  # (the acknowledgements as a range where they are plain ones: ``_stored_seqs`` takes it)
+            self._wire.request_batches(batches, self.timeout, self._ack_head)
 
     def _acked(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int, left_at: float,
                replies: list[bytes | BaseException]) -> None:

@@ -109,6 +109,7 @@ from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import HOST_GROUP, MARKER_TOKEN, group_of, is_shared, token, untoken
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
+from host.state.tick_end import at_tick_end
 
 __all__ = ["ClusterLog"]
 
@@ -158,6 +159,9 @@ class ClusterLog:
         after a reconnect): kept referenced, ended by ``close``."""
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
+        """The records of the tick being gathered: handed to the core at its end (``_end_of_tick``)."""
+        self._next_step_joins = False
+        """The tick being gathered waits one loop iteration more (``commit_with_next_step``)."""
         self._only_actions = True
         """Whether the tick being gathered holds actions only, each with its future or outcome
         (``created``/``removed`` have none): then the core may tell each of them itself
@@ -339,10 +343,9 @@ class ClusterLog:
         return self._holders.get(group)
 
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[str] = loop.create_future()
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         if not self._tick:
-            loop.call_soon(self.flush)
+            at_tick_end(self._end_of_tick)
         self._tick.append(("action", channel, now, envelope, future))
         return future
 
@@ -360,28 +363,49 @@ class ClusterLog:
         if core is None or group not in core.owned or group in self._claims:
             return False
         if not self._tick:
-            asyncio.get_running_loop().call_soon(self.flush)
+            at_tick_end(self._end_of_tick)
         self._tick.append(("action", channel, now, envelope, outcome))
         return True
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
-        self._queue(("created", channel, 0, {"kind": kind, "state": state}, None), asyncio.get_running_loop())
+        self._queue(("created", channel, 0, {"kind": kind, "state": state}, None))
 
     def removed(self, channel: str) -> None:
-        self._queue(("removed", channel, 0, None, None), asyncio.get_running_loop())
+        self._queue(("removed", channel, 0, None, None))
 
-    def _queue(self, item: _Item, loop: asyncio.AbstractEventLoop) -> None:
+    def _queue(self, item: _Item) -> None:
         if not self._tick:
-            loop.call_soon(self.flush)
+            at_tick_end(self._end_of_tick)
         self._tick.append(item)
         self._only_actions = False
 
     def flush(self) -> None:
-        """Hand the tick to the core. When every group of the tick is owned already and no claim
-        is under way (a tick's, or a takeover's still catching up: the common case has none), the
-        records are queued and sent at once and the acknowledgements counted by callbacks
-        (``_Tick``); otherwise a task claims first (``_send``). Either way ``_finish`` resolves
-        the tick's futures once every record is acknowledged or failed."""
+        """Hand the tick to the core now (``_end_of_tick``'s work, whatever ``commit_with_next_step`` asked)."""
+        self._next_step_joins = False
+        self._end_of_tick()
+
+    def commit_with_next_step(self) -> None:
+        """What the callbacks this iteration queued append (a turn's task's next step, queued
+        behind the appends of this one) joins this tick: the tick is handed to the core at the
+        end of the next loop iteration instead of this one's, once, so that both are one batch
+        and their frames leave together. Nothing when this tick appended nothing."""
+        if self._tick:
+            self._next_step_joins = True
+
+    def _end_of_tick(self) -> None:
+        """The end of the tick that began gathering ``_tick`` (``host.state.tick_end``: in the
+        same loop iteration as its appends, before the loop polls; or, once, at the end of the
+        next iteration, ``commit_with_next_step``): hand it to the core. When every group of the
+        tick is owned already and no claim is under way (a tick's, or a takeover's still catching
+        up: the common case has none), the records are queued and sent at once and the
+        acknowledgements counted by callbacks (``_Tick``); otherwise a task claims first
+        (``_send``). Either way ``_finish`` resolves the tick's futures once every record is
+        acknowledged or failed."""
+        if self._next_step_joins:
+            self._next_step_joins = False
+            if self._tick:
+                at_tick_end(self._end_of_tick)  # (asked for while tick-end callbacks run: the next poll's)
+                return
         if not self._tick:
             return
         items, self._tick = self._tick, []

@@ -80,6 +80,10 @@ what ``Networked`` says and stay within the contract):
   ``append_told`` outcome sends nothing there but the frames it was handed, which are durable
   and come in ``serverSeq`` order, unless the handing out told a refusal; asked for elsewhere,
   as ``when_durable``). Absent: the transport waits with ``when_durable``.
+* ``commit_with_next_step()``, optional: what the callbacks queued so far in this event-loop
+  tick append (a turn's task's next step) joins what this tick appended, one commit (the embedded
+  log's) or one batch (a networked log's, which hands a tick over at its end,
+  ``host.state.tick_end``), so that their frames leave together. Absent: nothing.
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``await close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

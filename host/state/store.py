@@ -966,9 +966,14 @@ class Store:
     def commit_with_next_step(self) -> None:
         """What the callbacks queued so far in this tick dispatch (a turn's task's first step)
         is made durable with what this tick logged, in one commit: the embedded log's
-        (``EmbeddedLog.commit_with_next_step``); another log commits as it does."""
+        (``EmbeddedLog.commit_with_next_step``), or a networked log's tick (its optional
+        ``commit_with_next_step``); another log commits as it does."""
         if self._embedded is not None:
             self._embedded.commit_with_next_step()
+        else:
+            joins = getattr(self.log, "commit_with_next_step", None)
+            if joins is not None:
+                joins()
 
     # -- the embedded log's parts, as tests and benchmarks reach for them ----------------------
 

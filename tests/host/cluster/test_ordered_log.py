@@ -71,6 +71,30 @@ async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_t
     assert log.owner(CHAT) is None
 
 
+async def test_a_tick_leaves_at_the_end_of_its_loop_iteration_and_the_next_step_joins_it_when_asked(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "a")
+    await log.append(CHAT, 7, envelope(0))  # the session is this process's now
+    loop = asyncio.get_running_loop()
+    handed: list[int] = []
+    ticks = log._flushed
+    loop.call_soon(lambda: handed.append(log._flushed - ticks))  # queued before the append
+    first = log.append(CHAT, 7, envelope(1))
+    await first
+    assert handed == [1]  # handed to the core before the next iteration's callbacks ran
+    # A turn's next step (queued behind this iteration's appends) joins the tick when asked.
+    ticks = log._flushed
+    envelopes = [envelope(2), envelope(3)]
+    later: list[Any] = []
+    appended = [log.append(CHAT, 7, envelopes[0])]
+    loop.call_soon(lambda: later.append(log.append(CHAT, 7, envelopes[1])))
+    log.commit_with_next_step()
+    await appended[0]
+    await later[0]
+    assert log._flushed - ticks == 1  # one tick for both
+    assert envelopes[1]["serverSeq"] == envelopes[0]["serverSeq"] + 1
+
+
 async def test_a_durability_callback_waits_for_the_ticks_handed_over_before_it_not_for_later_ones(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     # With several sessions streaming some tick is nearly always in flight: a frame waiting for

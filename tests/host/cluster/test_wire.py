@@ -339,3 +339,22 @@ async def test_acknowledgements_not_asked_for_as_numbers_come_as_they_are(client
     acks = [_ACK + b"41}", _ACK + b"42}"]
     wire._feed(cast(Any, _IdleReader()), _IdleParser(), lambda data: None, _replies(inbox, call, [0, 1], acks))
     assert told == [acks]
+
+
+@pytest.mark.parametrize("count", [1, 10])
+async def test_a_batch_request_asking_for_its_acknowledgements_as_numbers_gets_a_range(client: Client, count: int) -> None:
+    wire = FastSender(client)
+    await wire.start()
+    told: list[Any] = []
+    wire.request_batches([([("wire.a", "N: 1", "x")] * count, "Id: b.", 0, told.append)], 5, _ACK)
+    call = str(wire._calls)
+    acks = [_ACK + str(50 + i).encode() + b"}" for i in range(count)]
+    wire._feed(cast(Any, _IdleReader()), _IdleParser(), lambda data: None,
+               _replies(wire._inbox, call, list(range(count)), acks))
+    assert told == [range(50, 50 + count)]
+    told.clear()
+    wire.request_batches([([("wire.a", "N: 1", "x")] * count, "Id: c.", 0, told.append)], 5)  # not asked for
+    call = str(wire._calls)
+    wire._feed(cast(Any, _IdleReader()), _IdleParser(), lambda data: None,
+               _replies(wire._inbox, call, list(range(count)), acks))
+    assert told == [acks]
