@@ -365,7 +365,8 @@ class Store:
             self._observe(channel, observers, before, after, envelope, streamed)
         return envelope
 
-    def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None) -> dict[str, Any]:
+    def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None,
+                          turn: Any = None) -> dict[str, Any] | None:
         """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
         ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
         channel's run, its journal row, its frame and its token observers: over the embedded log
@@ -375,8 +376,16 @@ class Store:
         (reduce into the run, number, serialise once, journal, replay window, fan-out, token
         observers), without the ones that cannot apply. ``key``: the action's run key
         (``ahp.state.appends.run_key(action)``) when the caller knows it already (a turn's appender
-        works it out once per part)."""
-        entry = self._channels[channel]
+        works it out once per part). ``turn``: dispatch only while ``turn`` is the channel's active
+        turn (``active_turn_id``, asked here rather than by the caller per token: a call fewer),
+        else dispatch nothing and return None (the channel gone, the turn over)."""
+        if turn is not None:
+            entry = self._channels.get(channel)
+            active = entry.shape.get("activeTurn") if entry is not None else None
+            if not isinstance(active, dict) or active.get("id") != turn:
+                return None
+        else:
+            entry = self._channels[channel]
         embedded = self._embedded
         translated = entry.translated
         if self.observers or channel in self._older:
