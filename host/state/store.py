@@ -380,10 +380,10 @@ class Store:
         turn (``active_turn_id``, asked here rather than by the caller per token: a call fewer),
         else dispatch nothing and return None (the channel gone, the turn over)."""
         if turn is not None:
-            entry = self._channels.get(channel)
-            active = entry.shape.get("activeTurn") if entry is not None else None
-            if not isinstance(active, dict) or active.get("id") != turn:
+            found = self._channels.get(channel)
+            if found is None or not isinstance(active := found.shape.get("activeTurn"), dict) or active.get("id") != turn:
                 return None
+            entry = found
         else:
             entry = self._channels[channel]
         embedded = self._embedded
