@@ -37,8 +37,9 @@ Invariants (each part states its own; these are the ones of the composition):
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
   ``change_observers`` (those that never act on a streamed token). ``observers`` make each token
   pay for a read of the state (a pending text run reduced), so the host's own services use
-  ``change_observers`` and ``token_observers``; ``active_turn_id`` answers the per-token "is my
-  turn still running" without that read.
+  ``change_observers`` and ``token_observers``; ``active_turn_id`` (and ``dispatch_streamed``
+  given the turn, in the same lookup) answers the per-token "is my turn still running" without
+  that read.
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it. Over a
   log that answers later, the caller first awaits ``settle`` of the channels (then subscribes
