@@ -55,7 +55,7 @@ async def _child(api: str, chunks: int, bare: bool, kind: str) -> None:
         provider = providers[api](api_key="k", http_client=_http_client(stream_body(api, kind, n)))
         ctx = TurnContext(session="s", turn_id="t1", message={}, _dispatch=lambda channel, action: None,
                           _state=dict, chat="c", _active_turn_id=lambda: "t1",
-                          _dispatch_streamed=lambda channel, action, key: None)
+                          _dispatch_streamed=lambda channel, action, key, turn: action)
         mapper = CallMapper(ctx, TurnToolIds(), {})
         if measured:
             instrument(True)

@@ -225,7 +225,7 @@ class TurnRunner:
             _commit_with_next_step=store.commit_with_next_step,
             _state=lambda: store.state(session),
             _chat_state=lambda: store.state(chat),
-            _active_turn_id=functools.partial(store.active_turn_id, chat),  # per token: no Python frame of its own
+            _active_turn_id=functools.partial(store.active_turn_id, chat),  # (per emit: no Python frame of its own)
             _finished_turns=lambda: store.turns(chat),
             _part_ids=_parts_numbered(turn),
         )

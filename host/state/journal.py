@@ -212,7 +212,8 @@ def _flat_rows(texts: list[tuple[Any, ...]]) -> Iterator[Any]:
 
 
 def _settle_statements(db: sqlite3.Connection, flat: list[Any]) -> None:
-    """Insert the flat ``run_texts`` parameters ``flat`` (``_tail_row_values``) on ``db``, many rows
+    """Insert the flat ``run_texts`` parameters ``flat`` (``_tail_row_values``) on ``db`` (a worker's
+    settle, or the event loop's own commit that writes the tail: ``Journal.flush``), many rows
     a statement: SQLite's work releases the GIL once a statement, and a release the event loop's
     thread waits on hands the GIL over (a row a statement cost a streamed chunk some 4,000
     instructions of such handing; an ``executemany`` of the one-row ``INSERT`` also cost a settle
@@ -617,11 +618,13 @@ class Journal:
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
             # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
-            if self._tail_values or texts:  # (a turn's start and end have none: no statement to run)
+            if self._tail_values or texts:  # (none: no statement to run)
                 values = _tail_row_values(self._tail_values)
                 values.extend(_flat_rows(texts))
-                rows = iter(values)
-                self._db.executemany(_INSERT_TEXT, zip(rows, rows, rows, rows))
+                # Many rows a statement, as a worker's settle writes them: the tail's rows come here
+                # at a turn's end (every chunk the turn streamed since the last settle), where the
+                # one-row ``INSERT`` cost some 10,000 instructions a row on the event loop.
+                _settle_statements(self._db, values)
             if settling:
                 self._next_generation()
             self._db.execute("COMMIT")

@@ -37,8 +37,9 @@ Invariants (each part states its own; these are the ones of the composition):
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
   ``change_observers`` (those that never act on a streamed token). ``observers`` make each token
   pay for a read of the state (a pending text run reduced), so the host's own services use
-  ``change_observers`` and ``token_observers``; ``active_turn_id`` answers the per-token "is my
-  turn still running" without that read.
+  ``change_observers`` and ``token_observers``; ``active_turn_id`` (and ``dispatch_streamed``
+  given the turn, in the same lookup) answers the per-token "is my turn still running" without
+  that read.
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it. Over a
   log that answers later, the caller first awaits ``settle`` of the channels (then subscribes
@@ -365,7 +366,8 @@ class Store:
             self._observe(channel, observers, before, after, envelope, streamed)
         return envelope
 
-    def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None) -> dict[str, Any]:
+    def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None,
+                          turn: Any = None) -> dict[str, Any] | None:
         """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
         ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
         channel's run, its journal row, its frame and its token observers: over the embedded log
@@ -375,8 +377,16 @@ class Store:
         (reduce into the run, number, serialise once, journal, replay window, fan-out, token
         observers), without the ones that cannot apply. ``key``: the action's run key
         (``ahp.state.appends.run_key(action)``) when the caller knows it already (a turn's appender
-        works it out once per part)."""
-        entry = self._channels[channel]
+        works it out once per part). ``turn``: dispatch only while ``turn`` is the channel's active
+        turn (``active_turn_id``, asked here rather than by the caller per token: a call fewer),
+        else dispatch nothing and return None (the channel gone, the turn over)."""
+        if turn is not None:
+            found = self._channels.get(channel)
+            if found is None or not isinstance(active := found.shape.get("activeTurn"), dict) or active.get("id") != turn:
+                return None
+            entry = found
+        else:
+            entry = self._channels[channel]
         embedded = self._embedded
         translated = entry.translated
         if self.observers or channel in self._older:

@@ -115,9 +115,11 @@ class TurnContext:
     stopped: bool = False
     """Set when the host stopped the turn without ending it (its session disposed, or lost to
     another process of a cluster): from then on it dispatches nothing (``is_active`` is False)."""
-    _dispatch_streamed: Callable[[str, dict[str, Any], Any], object] | None = None
-    """``dispatch(channel, action, run_key)`` for a streamed append (``Store.dispatch_streamed``:
-    the store's lean way for them); None: ``emit``."""
+    _dispatch_streamed: Callable[[str, dict[str, Any], Any, str], object] | None = None
+    """``dispatch(channel, action, run_key, turn_id)`` for a streamed append of the turn
+    ``turn_id`` (``Store.dispatch_streamed``: the store's lean way for them), which dispatches
+    nothing and returns None unless ``turn_id`` is the chat's active turn (the store asks that
+    itself: a call a token fewer than ``_active_turn_id`` then the dispatch); None: ``emit``."""
     _commit_with_next_step: Callable[[], None] | None = None
     """``Store.commit_with_next_step``: what the callbacks this tick queued dispatch is committed,
     and its frames leave, with what this tick dispatched; None: nothing to join (no store)."""
@@ -164,16 +166,17 @@ class TurnContext:
         target_field: target, "content": content}`` (as ``ahp.protocol.builders`` makes
         ``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta`` without ``_meta``), raising
         ``TurnEnded`` as ``emit`` does once the turn is over."""
-        turn_id, chat, active, streamed = self.turn_id, self.chat, self._active_turn_id, self._dispatch_streamed
-        if active is None or streamed is None:
+        turn_id, chat, streamed = self.turn_id, self.chat, self._dispatch_streamed
+        if streamed is None:
             return lambda content: self.emit({"type": action_type, "turnId": turn_id, target_field: target, "content": content})
         # Every append of the target has one run key (``ahp.state.appends.run_key``): worked out here once.
         key = run_key({"type": action_type, "turnId": turn_id, target_field: target, "content": ""})
 
         def append(content: str) -> None:
-            if self.stopped or active() != turn_id:
+            # The store dispatches nothing, and says None, unless the turn is the chat's active one.
+            if self.stopped or streamed(chat, {"type": action_type, "turnId": turn_id, target_field: target,
+                                               "content": content}, key, turn_id) is None:
                 raise TurnEnded(turn_id)
-            streamed(chat, {"type": action_type, "turnId": turn_id, target_field: target, "content": content}, key)
 
         return append
 

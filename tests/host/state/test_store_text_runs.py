@@ -403,3 +403,31 @@ def test_the_lean_way_for_streamed_appends_still_shows_them_to_observers_and_tra
     for action in case["actions"]:
         _streamed_or_not(store, action)
     assert [text(after) for after in wanting.changes] == [after for _, after in expected]
+
+
+def test_a_turn_s_streamed_append_is_dispatched_only_while_that_turn_is_the_chat_s_active_one(tmp_path: Path) -> None:
+    """``dispatch_streamed(..., turn=...)`` (a turn's appender per token): while ``turn`` runs, the
+    append is dispatched as without it; once another turn runs, the turn ended or the chat is gone,
+    nothing is dispatched (no serverSeq, no frame, no state change) and the answer is None."""
+    store = store_with(chat_state(), Journal(tmp_path / "journal.db"))
+    sink = Sink()
+    store.subscribe(CHAT, sink)
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00.000Z",
+                          "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(CHAT, {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "markdown", "id": "p", "content": ""}})
+
+    def delta(turn: str, content: str) -> dict[str, Any]:
+        return {"type": "chat/delta", "turnId": turn, "partId": "p", "content": content}
+
+    sent = store.dispatch_streamed(CHAT, delta("t1", "Hel"), None, "t1")
+    assert sent is not None and sent["serverSeq"] == store.seq
+    seq, frames, before = store.seq, len(sink.frames), text(store.state(CHAT))
+    assert store.dispatch_streamed(CHAT, delta("t1", "lo"), None, "t2") is None  # not the active turn
+    assert (store.seq, len(sink.frames), text(store.state(CHAT))) == (seq, frames, before)
+    assert _active_text(store.state(CHAT)) == "Hel"
+    store.dispatch(CHAT, {"type": "chat/turnCancelled", "turnId": "t1", "duration": 1.0})
+    seq, frames = store.seq, len(sink.frames)
+    assert store.dispatch_streamed(CHAT, delta("t1", "lo"), None, "t1") is None  # the turn is over
+    assert (store.seq, len(sink.frames)) == (seq, frames)
+    assert store.dispatch_streamed("ahp-chat:/gone", delta("t1", "lo"), None, "t1") is None  # no such chat
+    at_once(store.close())

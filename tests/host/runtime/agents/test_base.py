@@ -14,13 +14,20 @@ from host.runtime.agents.base import TurnContext, TurnEnded
 
 def _context(active: list[str], lean: bool) -> tuple[TurnContext, list[tuple[str, dict[str, Any]]]]:
     sent: list[tuple[str, dict[str, Any]]] = []
+
+    def streamed(channel: str, action: dict[str, Any], key: Any, turn: str) -> dict[str, Any] | None:
+        """``Store.dispatch_streamed``'s contract: nothing dispatched, None, unless ``turn`` is active."""
+        if active[-1] != turn:
+            return None
+        sent.append((channel, {**action, "lean": key == run_key(action)}))
+        return action
+
     ctx = TurnContext(
         session="p:/s", turn_id="t1", message={"text": "hi"},
         _dispatch=lambda channel, action: sent.append((channel, action)),
         _state=lambda: {},
         _active_turn_id=lambda: active[-1],
-        _dispatch_streamed=(lambda channel, action, key: sent.append((channel, {**action, "lean": key == run_key(action)})))
-        if lean else None,
+        _dispatch_streamed=streamed if lean else None,
     )
     return ctx, sent
 
