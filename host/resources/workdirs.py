@@ -17,6 +17,7 @@ it into a ``-32602`` error. Nothing here touches the store; the only I/O is ``st
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Iterable
@@ -60,7 +61,16 @@ def session_directory(state: dict[str, Any]) -> Path | None:
     model AHP 0.9.0), or None."""
     directories = state.get("workingDirectories")
     uri = directories[0] if isinstance(directories, list) and directories else None
-    return directory_of(uri) if isinstance(uri, str) else None
+    return _state_directory(uri) if isinstance(uri, str) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _state_directory(uri: str) -> Path | None:
+    """``directory_of`` for the URIs sessions' states hold: a turn asks for its session's
+    working directory several times (preamble, tools, customizations), and most sessions share
+    a few; a ``Path`` is immutable, so the same one serves every ask. Only URIs already in a
+    session's state come here (a client's unchecked ones go to ``directory_of``)."""
+    return directory_of(uri)
 
 
 def check_working_directory(uri: object, allowed: list[Path]) -> str:

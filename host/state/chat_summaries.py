@@ -118,5 +118,9 @@ class ChatSummaries:
         if changes:
             self._agreed.pop(channel, None)
             self._store.dispatch(session_uri, builders.session_chat_updated(chat=channel, changes=changes))
+            # The entry now shows ``after`` (every field that differed was sent), so the chat's
+            # next change that moves no summary field needs no comparison; a change of the chat
+            # meanwhile (an observer of that dispatch) makes its next ``before`` another object.
+            self._agreed[channel] = after
         else:
             self._agreed[channel] = after

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from client import AhpError
-from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.resources.workdirs import (
+    WorkingDirectoryError,
+    allowed_directories,
+    check_working_directory,
+    directory_of,
+    session_directory,
+)
 from tests.host.transport.test_connection import run_turn
 
 
@@ -87,3 +93,12 @@ async def test_a_fork_works_in_its_source_sessions_directory(connect, tmp_path: 
     turn_id = client.state(source)["turns"][0]["id"]
     fork = await client.create_session(fork={"session": source, "turnId": turn_id})
     assert client.state(fork)["summary"]["workingDirectory"] == project.resolve().as_uri()
+
+
+@pytest.mark.parametrize("uri", ["file:///work/a%20b", "file://localhost/srv/x", "https://example.com/x", "file://other/x", "file:///"])
+def test_a_session_s_working_directory_is_its_first_uri_s_path_every_time_it_is_asked(uri: str) -> None:
+    # (Worked out once per URI and kept: the same answer as the plain way, every time.)
+    state = {"workingDirectories": [uri, "file:///elsewhere"]}
+    for _ in range(3):
+        assert session_directory(state) == directory_of(uri)
+    assert session_directory({"workingDirectories": []}) is None and session_directory({}) is None

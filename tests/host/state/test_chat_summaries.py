@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ahp.state import default_chat_uri, refresh_session_status
-from host.state.chat_summaries import ChatSummaries
+from host.state.chat_summaries import CHAT_SUMMARY_FIELDS, ChatSummaries
 from host.state.sessions import internal_session_uri, new_chat_state, new_session_state, session_id
 from host.state.store import Store
 
@@ -81,6 +81,36 @@ def test_an_entry_changed_on_the_session_is_compared_again_at_the_chat_s_next_ch
     assert store.state(SESSION)["chats"][0]["title"] == "Named"
     store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": "Writing"})
     assert store.state(SESSION)["chats"][0]["title"] == "Named" and store.state(SESSION)["chats"][0]["status"] & 8
+
+
+def test_after_an_update_the_entry_shows_the_chat_and_activity_changes_send_nothing() -> None:
+    # A change that dispatched ``session/chatUpdated`` leaves the entry showing the chat as it is:
+    # the activity changes after it (which move no summary field) send nothing, and the entry
+    # still agrees with the chat, field by field, after each of them and after the turn's end.
+    store, seen = _store()
+
+    def updates() -> int:
+        return len([e for e in seen if e["action"]["type"] == "session/chatUpdated"])
+
+    def agrees() -> bool:
+        entry = store.state(SESSION)["chats"][0]
+        chat = store.state(CHAT)
+        return all(entry.get(key) == chat.get(key) for key in CHAT_SUMMARY_FIELDS if key != "title")
+
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "1970-01-01T00:00:01.000Z",
+                          "message": {"text": "hi", "origin": {"kind": "user"}}})
+    after_start = updates()
+    assert after_start >= 1 and agrees()
+    for activity in ("Waiting", "Writing"):
+        store.dispatch(CHAT, {"type": "chat/activityChanged", "activity": activity})
+        assert updates() == after_start and agrees()
+    store.dispatch(CHAT, {"type": "chat/turnComplete", "turnId": "t", "duration": 5})
+    assert updates() == after_start + 1 and agrees()
+    store.dispatch(CHAT, {"type": "chat/activityChanged"})
+    assert updates() == after_start + 1 and agrees()
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "u", "startedAt": "1970-01-01T00:00:02.000Z",
+                          "message": {"text": "again", "origin": {"kind": "user"}}})
+    assert updates() == after_start + 2 and agrees() and store.state(SESSION)["chats"][0]["status"] & 8
 
 
 def test_session_names_of_both_models_and_ids_unique_across_providers() -> None:
