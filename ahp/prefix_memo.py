@@ -1,45 +1,76 @@
 """The parts of a sequence that grows at its end, worked out once per element.
 
-``PrefixMemo(parts, held)`` is ``[part for item in items for part in parts(item)]`` for callers that
-ask again and again about sequences of unchanging objects, each beginning as one asked about before
-and then going its own way: a long session's conversation, sent whole on every model call, for its
-token estimate and its provider entries. The parts of the longest prefix shared with the sequence
-asked about before (by identity) are reused; ``parts`` is called for the elements after it only.
+``PrefixMemo(parts, held)`` is ``joined(items, parts)``, that is
+``[part for item in items for part in parts(item)]``, for callers that ask again and again about
+sequences of unchanging objects, each beginning as one asked about before and then going its own
+way: a long session's conversation, sent whole on every model call, for its token estimate and its
+provider entries. The parts of the longest prefix shared with the sequence asked about before (by
+identity) are reused; ``parts`` is called for the elements after it only.
+
+``PrefixMemo(parts, held, join)`` is ``joined(items, parts, join)``: an element's first part may be
+joined to the part before it (``join(before, first)`` gives the one part replacing both, or None
+to keep them apart): Anthropic's messages, where two user messages in a row are sent as one.
 
 Contract:
 
-* ``memo(items)`` equals the concatenation of ``parts(item)`` over ``items`` when ``parts`` is a
-  pure function of an element and no element was changed in place since ``memo`` saw it (callers
-  pass frozen objects); callers must not change the list ``memo`` returns (it is kept and shared).
+* ``memo(items)`` equals ``joined(items, parts, join)`` when ``parts`` and ``join`` are pure
+  functions that change nothing they are given, and no element was changed in place since ``memo``
+  saw it (callers pass frozen objects); callers must not change the list ``memo`` returns, nor the
+  parts in it (they are kept and shared).
 * The shared prefix is found by identity, element by element, in C: it costs far less than
   ``parts``. One sequence is kept per first element (the latest asked), for the ``held`` first
   elements asked about latest; each is held with its parts, so no ``id`` is reused while kept.
+  A part that a later element was joined to is kept as it was before, for a sequence that shares
+  the prefix up to it only.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["PrefixMemo"]
+__all__ = ["PrefixMemo", "joined"]
 
 T = TypeVar("T")
 V = TypeVar("V")
 
 
+def joined(items: Iterable[T], parts: Callable[[T], Sequence[V]],
+           join: Callable[[V, V], V | None] | None = None) -> list[V]:
+    """The parts of ``items`` one after the other, each element's first part joined to the part
+    before it where ``join`` gives one (the plain way, which ``PrefixMemo`` equals)."""
+    flat: list[V] = []
+    for item in items:
+        _extend(flat, parts(item), join)
+    return flat
+
+
+def _extend(flat: list[V], new: Sequence[V], join: Callable[[V, V], V | None] | None) -> None:
+    if join is not None and flat and new:
+        both = join(flat[-1], new[0])
+        if both is not None:
+            flat[-1] = both
+            flat += new[1:]
+            return
+    flat += new
+
+
 class PrefixMemo(Generic[T, V]):
     """See the module docstring."""
 
-    __slots__ = ("_parts", "_held", "_kept")
+    __slots__ = ("_parts", "_held", "_join", "_kept")
 
-    def __init__(self, parts: Callable[[T], Sequence[V]], held: int) -> None:
+    def __init__(self, parts: Callable[[T], Sequence[V]], held: int,
+                 join: Callable[[V, V], V | None] | None = None) -> None:
         self._parts = parts
         self._held = held
-        self._kept: dict[int, tuple[tuple[T, ...], list[V], list[int]]] = {}
+        self._join = join
+        self._kept: dict[int, tuple[tuple[T, ...], list[V], list[int], list[V | None]]] = {}
         """``id(first element) -> (the latest sequence asked that began with it, its parts, and
-        for each of its elements the number of parts up to and including it)``."""
+        for each of its elements the number of parts up to and including it, and the last of
+        those parts as it was then)``."""
 
     def __call__(self, items: Sequence[T]) -> list[V]:
         if not items:
@@ -50,20 +81,24 @@ class PrefixMemo(Generic[T, V]):
         shared = 0
         flat: list[V] = []
         ends: list[int] = []
+        lasts: list[V | None] = []
         if kept is not None:
-            seen, seen_flat, seen_ends = kept
+            seen, seen_flat, seen_ends, seen_lasts = kept
             # The first index where the two differ, or the shorter's length (all in C).
             shared = next(itertools.compress(itertools.count(), map(operator.is_not, items, seen)), min(len(items), len(seen)))
             if shared == len(items) == len(seen):
                 self._kept[key] = kept
                 return seen_flat
             if shared:
-                flat, ends = seen_flat[:seen_ends[shared - 1]], seen_ends[:shared]
-        parts = self._parts
+                flat, ends, lasts = seen_flat[:seen_ends[shared - 1]], seen_ends[:shared], seen_lasts[:shared]
+                if flat:
+                    flat[-1] = lasts[-1]  # type: ignore[assignment]  # (None only when flat is empty)
+        parts, join = self._parts, self._join
         for item in items[shared:]:
-            flat += parts(item)
+            _extend(flat, parts(item), join)
             ends.append(len(flat))
-        self._kept[key] = (items, flat, ends)
+            lasts.append(flat[-1] if flat else None)
+        self._kept[key] = (items, flat, ends, lasts)
         if len(self._kept) > self._held:
             del self._kept[next(iter(self._kept))]
         return flat
