@@ -368,7 +368,7 @@ def build_params(request: ModelRequest, *, default_max_tokens: int = DEFAULT_MAX
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens or default_max_tokens,
-        "messages": list(_sent(request.messages)) if SHARED_HISTORY else _sent.plain(request.messages),
+        "messages": list(_sent(request.messages)),
     }
     if request.system:
         params["system"] = [{"type": "text", "text": request.system}]
@@ -417,10 +417,6 @@ _sent = SentHistory(_entries, _join)
 """The ``messages`` list of a conversation, worked out for the messages added since it was last
 sent only (``providers._history``): a turn's request costs what its new messages do. Its entries
 are shared between calls: the cache breakpoint is put on a copy (``_mark_cache_breakpoints``)."""
-
-SHARED_HISTORY = True
-"""Whether ``build_params`` takes the conversation's entries from ``_sent`` (False: every message
-converted again, the plain way; a test's comparison)."""
 
 
 def _user_block(content: UserContent) -> dict[str, Any]:

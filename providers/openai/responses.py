@@ -216,7 +216,7 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     if request.system:
         items.append({"role": "developer", "content": request.system})
-    items += _sent(request.messages) if SHARED_HISTORY else _sent.plain(request.messages)
+    items += _sent(request.messages)
     params: dict[str, Any] = {"model": request.model, "input": items}
     if request.tools:
         params["tools"] = [
@@ -253,10 +253,6 @@ def _items(message: Message) -> list[dict[str, Any]]:
 _sent = SentHistory(_items)
 """The ``input`` items of a conversation, worked out for the messages added since it was last sent
 only (``providers._history``): a turn's request costs what its new messages do."""
-
-SHARED_HISTORY = True
-"""Whether ``build_params`` takes the conversation's items from ``_sent`` (False: every message
-converted again, the plain way; a test's comparison)."""
 
 
 def _user_content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:
