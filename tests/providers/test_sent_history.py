@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ahp import prefix_memo
 from providers import anthropic as anthropic_provider
 from providers._history import SentHistory
 from providers.messages import (
@@ -41,6 +42,13 @@ PROVIDERS: dict[str, tuple[ModuleType, Callable[[ModelRequest], dict[str, Any]]]
     "openai-responses": (responses, responses.build_params),
     "openai-chat": (chat, chat.build_params),
 }
+
+
+@pytest.fixture(autouse=True, params=["pointers", "scan"])
+def _way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test both ways of finding the shared prefix (``ahp.prefix_memo``)."""
+    if request.param == "scan":
+        monkeypatch.setattr(prefix_memo, "_pointers", None)
 
 
 class _Plain:
