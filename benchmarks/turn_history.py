@@ -1,12 +1,14 @@
 """Host CPU per turn against the session's history: does turn 400 cost what turn 2 did?
 
-    .venv/bin/python benchmarks/turn_history.py [--turns 400] [--chunks 50] [--window 10] [--protocol 0.2.0,0.9.0] [--profile]
+    .venv/bin/python benchmarks/turn_history.py [--turns 400] [--chunks 50] [--window 10] [--protocol 0.2.0,0.9.0]
+        [--provider openai-chat|anthropic|openai-responses] [--profile]
 
-Three processes on 127.0.0.1, no keys: the fake OpenAI Chat Completions server of
-``benchmarks/provider_stream.py`` (its own process; every answer ``--chunks`` chunks of
-``"tok "``), the host (this process: the real ``openai`` SDK in an ``openai-chat`` agent whose
+Three processes on 127.0.0.1, no keys: the fake model server of ``benchmarks._fake_chat`` speaking
+``--provider``'s API (its own process; every answer ``--chunks`` chunks of ``"tok "``; OpenAI Chat
+Completions by default), the host (this process: that API's real SDK in an agent of its kind whose
 model has a context window of 400,000 tokens, as the host's catalogue gives GPT-5, so the context
-budget estimates every request; the turn loop, store, journal on disk, WebSocket), and one client (its own process, a plain ``websockets``
+budget estimates every request; an Anthropic agent marks its prompt for caching, as by default; the
+turn loop, store, journal on disk, WebSocket), and one client (its own process, a plain ``websockets``
 connection) speaking ``--protocol``, subscribed to the root channel and its session (0.9.0: and
 the session's chat), as VS Code (0.9.0) or the terminal client (0.2.0) is. The client sends
 ``--turns`` messages of about 200 characters one after the other, each once the previous turn
@@ -47,12 +49,31 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._callgrind import control, require_valgrind
-from benchmarks._fake_chat import host_config
+from benchmarks._fake_chat import APIS, Reply, host_config, serve_chat
 from benchmarks._runs import REPO, ChildProcess, command_line, machine_note, median
 
 TOKEN = "bench-token-0123456789"
 QUESTION = "Please go on with the story and keep it short; " * 4
 """About 200 characters, the user's message of every turn."""
+
+
+# -- the fake model server (its own process) --------------------------------------------------------
+
+
+async def _serve(api: str) -> None:
+    """Every POST gets a streamed answer in ``api``'s events: the model name ``fast-N`` says N chunks."""
+
+    async def respond(body: bytes, reply: Reply) -> None:
+        count = int(json.loads(body)["model"].rpartition("-")[2])
+        reply.role()
+        for index in range(count):
+            reply.text("tok ")
+            if index % 64 == 0:
+                await reply.drain()
+
+    _, url = await serve_chat(respond, api=api)
+    print(f"url {url}", flush=True)
+    await asyncio.Event().wait()
 
 
 # -- the client process ----------------------------------------------------------------------------
@@ -132,7 +153,7 @@ async def _client(url: str, protocol: str, model: str, turns: int) -> None:
 
 
 async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool,
-               counted: bool = False, profile_out: str | None = None) -> list[float]:
+               counted: bool = False, profile_out: str | None = None, api: str = "openai-chat") -> list[float]:
     """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
     last window printed. With ``counted`` (under callgrind) instructions are counted over the two
     windows only, each dumped when it ends."""
@@ -157,7 +178,7 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
                 control("-d")
 
     with tempfile.TemporaryDirectory() as data_dir:
-        host = AgentHost(host_config(data_dir, base_url, model, TOKEN, context_window=400000))
+        host = AgentHost(host_config(data_dir, base_url, model, TOKEN, context_window=400000, api=api))
         host.store.change_observers.append(at_change)
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
@@ -183,13 +204,14 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
     return [later - earlier for earlier, later in zip(marks, marks[1:])]
 
 
-async def _instructions(base_url: str, protocol: str, turns: int, chunks: int, window: int) -> tuple[float, float]:
+async def _instructions(base_url: str, protocol: str, turns: int, chunks: int, window: int,
+                        api: str = "openai-chat") -> tuple[float, float]:
     """Instructions of the host per turn over turns 2 to ``1 + window`` and over the last
     ``window``: this script run again, as the host, under callgrind."""
     with tempfile.TemporaryDirectory() as out:
         process = await asyncio.create_subprocess_exec(
             "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/counts",
-            sys.executable, __file__, "--host", base_url, protocol, str(turns), str(chunks), str(window),
+            sys.executable, __file__, "--host", base_url, protocol, str(turns), str(chunks), str(window), api,
             cwd=REPO, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
         _, stderr = await process.communicate()
         if process.returncode != 0:
@@ -207,6 +229,8 @@ async def main() -> None:
     parser.add_argument("--chunks", type=int, default=50, help="chunks of every answer")
     parser.add_argument("--window", type=int, default=10, help="turns whose median is taken at each end")
     parser.add_argument("--protocol", default="0.2.0,0.9.0")
+    parser.add_argument("--provider", default="openai-chat", choices=APIS,
+                        help="the API the fake model server speaks (and the host's agent uses)")
     parser.add_argument("--profile", action="store_true", help="print a profile of the last window (no figures)")
     parser.add_argument("--profile-out", help="with --profile: also write the profile (pstats) to this file")
     parser.add_argument("--instructions", action="store_true",
@@ -216,20 +240,21 @@ async def main() -> None:
         require_valgrind()
     if args.turns < 2 * args.window + 1:
         raise SystemExit("--turns must be at least twice --window, plus one")
-    server = ChildProcess(str(REPO / "benchmarks" / "provider_stream.py"), "sse")
+    server = ChildProcess(__file__, "sse", args.provider)
     try:
         base_url = await server.expect("url")
-        print(f"host CPU per turn against history, {args.turns} turns of {args.chunks} chunks; {machine_note()}")
+        print(f"host CPU per turn against history, {args.turns} turns of {args.chunks} chunks, provider API {args.provider}; "
+              f"{machine_note()}")
         print(f"command: {command_line()}")
         print(f"{'protocol':>8} | {'ms turns 2-' + str(1 + args.window):>13} | {'ms turns ' + str(args.turns - args.window + 1) + '-' + str(args.turns):>15} | {'ratio':>6} | ms every 50th turn")
         for protocol in args.protocol.split(","):
             costs = await _run(base_url, protocol, args.turns, args.chunks, args.window, args.profile,
-                               profile_out=args.profile_out and f"{args.profile_out}.{protocol}")
+                               profile_out=args.profile_out and f"{args.profile_out}.{protocol}", api=args.provider)
             early, late = median(costs[:args.window]) * 1e3, median(costs[-args.window:]) * 1e3
             every = ", ".join(f"{median(costs[max(0, i - 2):i + 3]) * 1e3:.1f}" for i in range(0, len(costs), 50))
             print(f"{protocol:>8} | {early:>13.2f} | {late:>15.2f} | {late / early:>6.2f} | {every}", flush=True)
             if args.instructions:
-                first, last = await _instructions(base_url, protocol, args.turns, args.chunks, args.window)
+                first, last = await _instructions(base_url, protocol, args.turns, args.chunks, args.window, args.provider)
                 print(f"{'':>8}   instructions per turn (callgrind, user space): {first:,.0f} over turns 2-{1 + args.window}, "
                       f"{last:,.0f} over turns {args.turns - args.window + 1}-{args.turns}, ratio {last / first:.2f}", flush=True)
         print(f"load average after the run: {machine_note()}")
@@ -239,9 +264,12 @@ async def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--host":  # the host under callgrind (``_instructions``)
-        url, protocol, *numbers = sys.argv[2:]
+        url, protocol, *numbers, api = sys.argv[2:]
         turns, chunks, window = map(int, numbers)
-        asyncio.run(_run(url, protocol, turns, chunks, window, False, counted=True))
+        asyncio.run(_run(url, protocol, turns, chunks, window, False, counted=True, api=api))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[1] == "--child" and sys.argv[2] == "sse":
+        asyncio.run(_serve(sys.argv[3]))
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         asyncio.run(_client(sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])))

@@ -28,6 +28,7 @@ import os
 from typing import Any
 
 from ._events import TypedEventStream, open_events
+from ._history import SentHistory
 from ._sse import BarePrefix, RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
@@ -367,7 +368,7 @@ def build_params(request: ModelRequest, *, default_max_tokens: int = DEFAULT_MAX
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens or default_max_tokens,
-        "messages": _messages(request.messages),
+        "messages": list(_sent(request.messages)),
     }
     if request.system:
         params["system"] = [{"type": "text", "text": request.system}]
@@ -391,23 +392,31 @@ def build_params(request: ModelRequest, *, default_max_tokens: int = DEFAULT_MAX
     return params
 
 
-def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        match message:
-            case UserMessage():
-                role, content = "user", [_user_block(c) for c in message.content]
-            case ToolResultsMessage():
-                role, content = "user", [_tool_result_block(r) for r in message.results]
-            case AssistantMessage():
-                role, content = "assistant", _assistant_blocks(message)
-        if not content:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(content)  # the API wants user/assistant turns to alternate
-        else:
-            out.append({"role": role, "content": content})
-    return out
+def _entries(message: Message) -> list[dict[str, Any]]:
+    """One neutral message's entry of the ``messages`` list (none if it has nothing to send)."""
+    match message:
+        case UserMessage():
+            role, content = "user", [_user_block(c) for c in message.content]
+        case ToolResultsMessage():
+            role, content = "user", [_tool_result_block(r) for r in message.results]
+        case AssistantMessage():
+            role, content = "assistant", _assistant_blocks(message)
+        case _:
+            return []
+    return [{"role": role, "content": content}] if content else []
+
+
+def _join(before: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any] | None:
+    """Two entries of one role in a row as one (the API wants user/assistant turns to alternate)."""
+    if before["role"] != entry["role"]:
+        return None
+    return {"role": before["role"], "content": before["content"] + entry["content"]}
+
+
+_sent = SentHistory(_entries, _join)
+"""The ``messages`` list of a conversation, worked out for the messages added since it was last
+sent only (``providers._history``): a turn's request costs what its new messages do. Its entries
+are shared between calls: the cache breakpoint is put on a copy (``_mark_cache_breakpoints``)."""
 
 
 def _user_block(content: UserContent) -> dict[str, Any]:
@@ -459,12 +468,15 @@ def _mark_cache_breakpoints(params: dict[str, Any]) -> None:
         params["system"][-1]["cache_control"] = _EPHEMERAL
     if params.get("tools"):
         params["tools"][-1]["cache_control"] = _EPHEMERAL
-    for message in reversed(params["messages"]):
+    messages = params["messages"]  # a list of this call's, its entries shared (``_sent``): copied where marked
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
         if message["role"] != "user":
             continue
-        last = message["content"][-1]
+        content = message["content"]
+        last = content[-1]
         if last.get("type") in {"text", "image", "tool_result"}:
-            message["content"][-1] = {**last, "cache_control": _EPHEMERAL}
+            messages[index] = {**message, "content": [*content[:-1], {**last, "cache_control": _EPHEMERAL}]}
         break
 
 

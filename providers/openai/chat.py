@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ahp.identity_memo import IdentityMemo
-from ahp.prefix_memo import PrefixMemo
-
 from .._events import TypedEventStream
+from .._history import SentHistory
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..messages import (
@@ -113,11 +111,7 @@ def build_messages(request: ModelRequest, *, shared: bool = False) -> list[dict[
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    if shared:
-        out += _sent_run(request.messages)
-        return out
-    for message in request.messages:
-        out += _entries(message)
+    out += _sent(request.messages) if shared else _sent.plain(request.messages)
     return out
 
 
@@ -141,16 +135,10 @@ def _entries(message: Message) -> list[dict[str, Any]]:
     return []
 
 
-_sent = IdentityMemo(_entries, 16_384)
-"""``_entries`` once per message sent (``ahp.identity_memo``: messages are frozen). Every turn sends
-the whole conversation again, so this makes a turn's request cost what its new messages cost, not
-what the session's history does; a few long sessions' messages are kept."""
-
-
-_sent_run: PrefixMemo[Message, dict[str, Any]] = PrefixMemo(_sent, 64)
-"""The entries of a whole conversation, worked out for the messages added since it was last sent
-only (``ahp.prefix_memo``): no loop in Python over the session's history per model call. The 64
-conversations sent latest are held."""
+_sent = SentHistory(_entries)
+"""The entries of a conversation, worked out for the messages added since it was last sent only
+(``providers._history``): a turn's request costs what its new messages do, not what the session's
+history does."""
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:

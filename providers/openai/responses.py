@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._history import SentHistory
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
 from ..events import Finish, FinishReason, PartKind, StreamEvent, Usage, UsageReport
@@ -28,6 +29,7 @@ from ..messages import (
     ApiName,
     AssistantMessage,
     ImageContent,
+    Message,
     ModelRequest,
     ReasoningPart,
     TextContent,
@@ -214,16 +216,7 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     if request.system:
         items.append({"role": "developer", "content": request.system})
-    for message in request.messages:
-        match message:
-            case UserMessage():
-                items.append({"role": "user", "content": _user_content(message.content)})
-            case AssistantMessage():
-                items.extend(_assistant_items(message))
-            case ToolResultsMessage():
-                for result in message.results:
-                    output = _user_content(result.content)
-                    items.append({"type": "function_call_output", "call_id": result.tool_call_id, "output": output})
+    items += _sent(request.messages)
     params: dict[str, Any] = {"model": request.model, "input": items}
     if request.tools:
         params["tools"] = [
@@ -242,6 +235,24 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
         if not options.store:
             params["include"] = ["reasoning.encrypted_content"]  # reasoning must travel with us
     return params
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    """One neutral message's ``input`` items."""
+    match message:
+        case UserMessage():
+            return [{"role": "user", "content": _user_content(message.content)}]
+        case AssistantMessage():
+            return _assistant_items(message)
+        case ToolResultsMessage():
+            return [{"type": "function_call_output", "call_id": result.tool_call_id, "output": _user_content(result.content)}
+                    for result in message.results]
+    return []
+
+
+_sent = SentHistory(_items)
+"""The ``input`` items of a conversation, worked out for the messages added since it was last sent
+only (``providers._history``): a turn's request costs what its new messages do."""
 
 
 def _user_content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:
