@@ -29,6 +29,7 @@ Contract:
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import operator
 import sys
@@ -68,8 +69,6 @@ def _pointer_reader() -> Callable[[tuple[Any, ...]], bytes] | None:
     if sys.implementation.name != "cpython":
         return None
     try:
-        import ctypes
-
         offset, size = tuple.__basicsize__, tuple.__itemsize__
         if size != ctypes.sizeof(ctypes.c_void_p):
             return None

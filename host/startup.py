@@ -72,6 +72,8 @@ DEFERRED: dict[str, str] = {
     "httpx": "with an SDK (its HTTP stack), or to map a transport error of one",
     "httpx2": "with cassette replay or recording, or to map a transport error of an SDK",
     "vcr": "when a cassette is read or written",
+    "aiohttp": "with the SDKs' aiohttp-backed HTTP client (openai[aiohttp]), at a model call's first read of a "
+               "streamed body (providers._body_bytes)",
     # -- the command (cli) ---------------------------------------------------------------------------
     # ``agent-host`` parses its command line (cli.main) and loads only the module of the command it
     # runs: '--help' loads neither the host nor the terminal client, 'agent-host chat URL' no host,
